@@ -1,0 +1,144 @@
+// cli/cmd_describe.cpp — `toy describe MODEL`: what is inside a GGUF file.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "toy/io/gguf.h"
+
+namespace toy::cli {
+namespace {
+
+using gguf::GgufFile;
+using gguf::Value;
+using gguf::ValueType;
+
+nlohmann::ordered_json to_json(const Value& v) {
+  switch (v.type) {
+    case ValueType::STRING: return std::string(v.s);
+    case ValueType::BOOL: return v.b;
+    case ValueType::F32: case ValueType::F64: return v.f;
+    case ValueType::ARRAY: {
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
+      for (const Value& e : v.array) a.push_back(to_json(e));
+      return a;
+    }
+    default:
+      return v.as_int();
+  }
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / (1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(b) / (1ull << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
+  else std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
+  return buf;
+}
+
+struct TokenizerSummary {
+  std::string model, pre;
+  size_t n_vocab = 0;
+  std::vector<std::pair<std::string, std::string>> specials;  // role -> "id (piece)"
+};
+
+TokenizerSummary tokenizer_summary(const GgufFile& f) {
+  TokenizerSummary s;
+  s.model = f.opt_string("tokenizer.ggml.model").value_or("");
+  s.pre = f.opt_string("tokenizer.ggml.pre").value_or("");
+  const auto tokens = f.get_strings("tokenizer.ggml.tokens");
+  s.n_vocab = tokens.size();
+  for (const char* role : {"bos", "eos", "unknown", "padding", "separator", "eot", "eom"}) {
+    auto id = f.opt_int(std::string("tokenizer.ggml.") + role + "_token_id");
+    if (!id) continue;
+    std::string piece = *id >= 0 && size_t(*id) < tokens.size() ? std::string(tokens[size_t(*id)]) : "out of range";
+    s.specials.emplace_back(role, std::to_string(*id) + " (" + piece + ")");
+  }
+  return s;
+}
+
+uint64_t parameter_count(const GgufFile& f) {
+  uint64_t n = 0;
+  for (const auto& t : f.tensors()) n += uint64_t(numel(t.shape));
+  return n;
+}
+
+int run(const Args& a) {
+  const std::string path = *a.positional(0);
+  auto f = GgufFile::open(path);
+  const std::string arch = f->architecture();
+  const TokenizerSummary tok = tokenizer_summary(*f);
+
+  if (a.flag("json")) {
+    nlohmann::ordered_json j;
+    j["file"] = path;
+    j["gguf_version"] = f->version();
+    j["architecture"] = arch;
+    j["name"] = f->opt_string("general.name").value_or("");
+    j["parameters"] = parameter_count(*f);
+    j["file_bytes"] = f->file_size();
+    nlohmann::ordered_json hp = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : f->metadata())
+      if (!arch.empty() && k.rfind(arch + ".", 0) == 0) hp[k.substr(arch.size() + 1)] = to_json(v);
+    j["hyperparameters"] = hp;
+    nlohmann::ordered_json tj{{"model", tok.model}, {"pre", tok.pre}, {"n_vocab", tok.n_vocab}};
+    for (const auto& [role, id] : tok.specials) tj["special"][role] = f->get_int("tokenizer.ggml." + role + "_token_id");
+    j["tokenizer"] = tj;
+    nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : f->metadata())
+      if (k != "tokenizer.ggml.tokens" && k != "tokenizer.ggml.scores" && k != "tokenizer.ggml.token_type" && k != "tokenizer.ggml.merges")
+        meta[k] = to_json(v);
+    j["metadata"] = meta;
+    nlohmann::ordered_json ts = nlohmann::ordered_json::array();
+    for (const auto& t : f->tensors())
+      ts.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", std::string(name(t.dtype))}, {"bytes", t.nbytes}});
+    j["tensors"] = ts;
+    std::cout << j.dump(2) << "\n";
+    return kOk;
+  }
+
+  std::cout << path << "\n  GGUF v" << f->version() << ", " << human_bytes(f->file_size()) << ", "
+            << f->tensors().size() << " tensors, " << parameter_count(*f) << " parameters\n";
+  std::cout << "\narchitecture: " << (arch.empty() ? "(none)" : arch);
+  if (auto n = f->opt_string("general.name")) std::cout << "  (" << *n << ")";
+  std::cout << "\n";
+  bool any = false;
+  for (const auto& [k, v] : f->metadata())
+    if (!arch.empty() && k.rfind(arch + ".", 0) == 0) {
+      if (!any) std::cout << "\nhyper-parameters:\n";
+      any = true;
+      std::cout << "  " << k.substr(arch.size() + 1) << " = " << v.to_display() << "\n";
+    }
+  std::cout << "\ntokenizer: ";
+  if (tok.model.empty()) std::cout << "(none)\n";
+  else {
+    std::cout << tok.model << (tok.pre.empty() ? "" : " / " + tok.pre) << ", " << tok.n_vocab << " tokens\n";
+    for (const auto& [role, id] : tok.specials) std::cout << "  " << role << ": " << id << "\n";
+    if (f->has("tokenizer.chat_template")) std::cout << "  chat template: yes\n";
+  }
+  if (!f->tensors().empty()) {
+    std::cout << "\ntensors:\n";
+    size_t w = 4;
+    for (const auto& t : f->tensors()) w = std::max(w, t.name.size());
+    std::printf("  %-*s  %-20s  %-5s  %s\n", int(w), "name", "shape", "dtype", "bytes");
+    std::fflush(stdout);
+    for (const auto& t : f->tensors()) {
+      std::printf("  %-*s  %-20s  %-5s  %llu\n", int(w), t.name.c_str(), to_string(t.shape).c_str(),
+                  std::string(name(t.dtype)).c_str(), (unsigned long long)t.nbytes);
+    }
+  }
+  return kOk;
+}
+
+Registrar reg({
+    .name = "describe",
+    .summary = "show what a GGUF file holds: architecture, hyper-parameters, tokenizer, tensors",
+    .positionals = {{"MODEL", "a GGUF file"}},
+    .flags = {{"json", FlagType::Bool, "", "print one JSON object instead of text"}},
+    .run = run,
+    .details = "example: toy describe models/toy-stories.gguf --json",
+});
+
+}  // namespace
+}  // namespace toy::cli

@@ -1,0 +1,70 @@
+// cli/main.cpp — `toy`: dispatch to a command, map failures to documented exit codes.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "toy/io/gguf.h"
+
+using namespace toy::cli;
+
+namespace {
+void print_overview() {
+  std::cout << "toy " TOY_VERSION " — readable machine learning: run, train, evaluate and serve transformer LMs.\n\n"
+               "usage: toy COMMAND [args] [options]\n\ncommands:\n";
+  for (const Command& c : commands())
+    std::cout << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.summary << "\n";
+  std::cout << "\n  toy COMMAND --help   options of one command\n  toy --version        version\n"
+               "  toy --manifest       every command, flag and exit code as JSON\n"
+               "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 130 interrupted\n";
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGINT, [](int) { std::_Exit(kInterrupted); });
+  std::signal(SIGPIPE, SIG_IGN);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_overview();
+    return args.empty() ? kUsage : kOk;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    std::cout << "toy " TOY_VERSION "\n";
+    return kOk;
+  }
+  if (args[0] == "--manifest") {
+    std::cout << manifest_json() << "\n";
+    return kOk;
+  }
+  const Command* cmd = nullptr;
+  for (const Command& c : commands())
+    if (c.name == args[0]) cmd = &c;
+  if (!cmd) {
+    std::cerr << "toy: unknown command '" << args[0] << "' (see toy --help)\n";
+    return kUsage;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  for (const std::string& a : rest)
+    if (a == "--help" || a == "-h") {
+      std::cout << help_text(*cmd);
+      return kOk;
+    }
+  try {
+    return cmd->run(parse_args(*cmd, rest));
+  } catch (const UsageError& e) {
+    std::cerr << "toy " << cmd->name << ": " << e.what() << "\n";
+    return kUsage;
+  } catch (const toy::gguf::GgufError& e) {
+    std::cerr << "toy " << cmd->name << ": invalid model file: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const InputError& e) {
+    std::cerr << "toy " << cmd->name << ": " << e.what() << "\n";
+    return kBadInput;
+  } catch (const NetworkError& e) {
+    std::cerr << "toy " << cmd->name << ": network: " << e.what() << "\n";
+    return kNetwork;
+  } catch (const std::exception& e) {
+    std::cerr << "toy " << cmd->name << ": error: " << e.what() << "\n";
+    return kFailure;
+  }
+}

@@ -1,0 +1,286 @@
+// tensor/tensor.cpp — storage, views and the reverse-mode autograd walk.
+#include "toy/tensor/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "toy/tensor/quant.h"
+
+namespace toy {
+
+std::string to_string(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
+  auto s = std::make_shared<Storage>();
+  const size_t rounded = (bytes + 63) / 64 * 64 + 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  s->data = p;
+  s->bytes = bytes;
+  s->keepalive = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::borrow(const void* data, size_t bytes, std::shared_ptr<void> keepalive) {
+  auto s = std::make_shared<Storage>();
+  s->data = const_cast<void*>(data);
+  s->bytes = bytes;
+  s->writable = false;
+  s->keepalive = std::move(keepalive);
+  return s;
+}
+
+// --- construction ---------------------------------------------------------------------
+
+Tensor Tensor::empty(Shape shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("empty: negative dimension in " + to_string(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = std::move(shape);
+  impl->dtype = dtype;
+  const DTypeInfo& i = info(dtype);
+  const int64_t n = toy::numel(impl->shape);
+  impl->storage = Storage::allocate(size_t((n + i.block_size - 1) / i.block_size * i.type_size));
+  return Tensor(impl);
+}
+
+Tensor Tensor::full(Shape shape, float value) {
+  Tensor t = empty(std::move(shape));
+  float* p = t.data_mut();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = value;
+  return t;
+}
+
+Tensor Tensor::from(Shape shape, std::span<const float> values) {
+  Tensor t = empty(std::move(shape));
+  if (int64_t(values.size()) != t.numel())
+    throw ShapeError("Tensor::from: " + std::to_string(values.size()) + " values for shape " + to_string(t.shape()));
+  std::memcpy(t.data_mut(), values.data(), values.size() * 4);
+  return t;
+}
+
+Tensor Tensor::from_ids(Shape shape, std::span<const int32_t> ids) {
+  Tensor t = empty(std::move(shape), DType::I32);
+  if (int64_t(ids.size()) != t.numel())
+    throw ShapeError("Tensor::from_ids: " + std::to_string(ids.size()) + " ids for shape " + to_string(t.shape()));
+  std::memcpy(t.raw_mut(), ids.data(), ids.size() * 4);
+  return t;
+}
+
+Tensor Tensor::view_of(Shape shape, DType dtype, const void* data, std::shared_ptr<void> keepalive) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = std::move(shape);
+  impl->dtype = dtype;
+  const int64_t n = toy::numel(impl->shape);
+  impl->storage = Storage::borrow(data, size_t(row_bytes(dtype, n)), std::move(keepalive));
+  return Tensor(impl);
+}
+
+// --- inspection and access ------------------------------------------------------------
+
+int64_t Tensor::size(int d) const {
+  const int n = dim();
+  if (d < 0) d += n;
+  if (d < 0 || d >= n) throw ShapeError("size: dimension " + std::to_string(d) + " of " + to_string(shape()));
+  return impl_->shape[size_t(d)];
+}
+
+size_t Tensor::nbytes() const { return size_t(row_bytes(dtype(), numel())); }
+
+void Tensor::check_dim(int n, const char* what) const {
+  if (!impl_) throw ShapeError(std::string(what) + ": undefined tensor");
+  if (dim() != n)
+    throw ShapeError(std::string(what) + ": expected " + std::to_string(n) + " dimensions, got " + to_string(shape()));
+}
+
+void* Tensor::raw_mut() {
+  if (!impl_->storage->writable) throw std::logic_error("tensor '" + impl_->name + "' is read-only (mapped file)");
+  return static_cast<char*>(impl_->storage->data) + impl_->offset;
+}
+
+const float* Tensor::data() const {
+  if (dtype() != DType::F32) throw ShapeError("data: expected F32, got " + std::string(toy::name(dtype())));
+  return static_cast<const float*>(raw());
+}
+
+float* Tensor::data_mut() {
+  if (dtype() != DType::F32) throw ShapeError("data_mut: expected F32, got " + std::string(toy::name(dtype())));
+  return static_cast<float*>(raw_mut());
+}
+
+const int32_t* Tensor::ids() const {
+  if (dtype() != DType::I32) throw ShapeError("ids: expected I32, got " + std::string(toy::name(dtype())));
+  return static_cast<const int32_t*>(raw());
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> v(static_cast<size_t>(numel()));
+  if (dtype() == DType::I32) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(ids()[i]);
+  } else {
+    dequantize(dtype(), raw(), v.data(), numel());
+  }
+  return v;
+}
+
+float Tensor::item() const {
+  if (numel() != 1) throw ShapeError("item: expected one element, got " + to_string(shape()));
+  return data()[0];
+}
+
+// --- views ----------------------------------------------------------------------------
+
+Tensor Tensor::reshape(Shape shape) const {
+  if (toy::numel(shape) != numel())
+    throw ShapeError("reshape: cannot view " + to_string(this->shape()) + " as " + to_string(shape));
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->shape = std::move(shape);
+  impl->grad_fn.reset();
+  impl->grad.reset();
+  impl->requires_grad = false;
+  Tensor out(impl);
+  if (needs_grad({this})) {
+    Shape in_shape = this->shape();
+    record(out, "reshape", {*this}, [in_shape](const Tensor& d) { return std::vector<Tensor>{d.reshape(in_shape)}; });
+  }
+  return out;
+}
+
+Tensor Tensor::row_slice(int64_t begin, int64_t end) const {
+  if (dim() < 1 || begin < 0 || end < begin || end > size(0))
+    throw ShapeError("row_slice: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " + to_string(shape()));
+  const int64_t row = numel() / std::max<int64_t>(size(0), 1);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape();
+  impl->shape[0] = end - begin;
+  impl->dtype = dtype();
+  impl->storage = impl_->storage;
+  impl->offset = impl_->offset + size_t(row_bytes(dtype(), row * begin));
+  return Tensor(impl);
+}
+
+Tensor Tensor::clone() const {
+  if (dtype() == DType::I32) {
+    Tensor t = empty(shape(), DType::I32);
+    std::memcpy(t.raw_mut(), raw(), nbytes());
+    return t;
+  }
+  Tensor t = empty(shape());
+  dequantize(dtype(), raw(), t.data_mut(), numel());
+  return t;
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape();
+  impl->dtype = dtype();
+  impl->storage = impl_->storage;
+  impl->offset = impl_->offset;
+  impl->name = impl_->name;
+  return Tensor(impl);
+}
+
+// --- autograd -------------------------------------------------------------------------
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGrad::NoGrad() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGrad::~NoGrad() { g_grad_enabled = prev_; }
+
+bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (on && dtype() != DType::F32) throw ShapeError("requires_grad_: only F32 tensors can be trained");
+  impl_->requires_grad = on;
+  return *this;
+}
+
+void record(Tensor& out, const char* op, std::vector<Tensor> inputs,
+            std::function<std::vector<Tensor>(const Tensor& dout)> backward) {
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->inputs = std::move(inputs);
+  node->backward = std::move(backward);
+  out.impl()->grad_fn = std::move(node);
+  out.impl()->requires_grad = true;
+}
+
+void accumulate(std::shared_ptr<TensorImpl>& acc, const Tensor& g) {
+  if (!acc) {
+    Tensor copy = Tensor::empty(g.shape());
+    std::memcpy(copy.data_mut(), g.data(), g.nbytes());
+    acc = copy.impl_ptr();
+    return;
+  }
+  if (acc->shape != g.shape())
+    throw ShapeError("backward: gradient " + to_string(g.shape()) + " for tensor " + to_string(acc->shape));
+  float* a = static_cast<float*>(acc->storage->data) + acc->offset / 4;
+  const float* b = g.data();
+  for (int64_t i = 0, n = g.numel(); i < n; ++i) a[i] += b[i];
+}
+
+void Tensor::backward() const {
+  if (numel() != 1) throw ShapeError("backward: expected a scalar, got " + to_string(shape()));
+  if (!requires_grad()) throw std::logic_error("backward: the tensor does not require grad");
+  NoGrad no_grad;  // backward rules are not themselves recorded
+
+  // Reverse topological order of the recorded graph (iterative DFS; graphs can be deep).
+  std::vector<TensorImpl*> order;
+  std::unordered_set<TensorImpl*> seen;
+  std::vector<std::pair<TensorImpl*, size_t>> stack{{impl_.get(), 0}};
+  seen.insert(impl_.get());
+  while (!stack.empty()) {
+    auto& [t, next] = stack.back();
+    const Node* n = t->grad_fn.get();
+    if (n && next < n->inputs.size()) {
+      TensorImpl* in = n->inputs[next++].impl();
+      if (in && in->grad_fn && seen.insert(in).second) stack.push_back({in, 0});
+      continue;
+    }
+    order.push_back(t);
+    stack.pop_back();
+  }
+
+  std::unordered_map<TensorImpl*, std::shared_ptr<TensorImpl>> grads;
+  grads[impl_.get()] = Tensor::full(shape(), 1.0f).impl_ptr();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    TensorImpl* t = *it;
+    auto g = grads.find(t);
+    if (g == grads.end()) continue;
+    Tensor dout(g->second);
+    grads.erase(g);
+    const Node& n = *t->grad_fn;
+    std::vector<Tensor> dins = n.backward(dout);
+    for (size_t i = 0; i < n.inputs.size() && i < dins.size(); ++i) {
+      const Tensor& in = n.inputs[i];
+      if (!dins[i].defined() || !in.requires_grad()) continue;
+      if (dins[i].shape() != in.shape())
+        throw ShapeError(std::string(n.op) + " backward: gradient " + to_string(dins[i].shape()) +
+                         " for input " + to_string(in.shape()));
+      accumulate(in.impl()->grad_fn ? grads[in.impl()] : in.impl()->grad, dins[i]);
+    }
+  }
+}
+
+}  // namespace toy
