@@ -9,7 +9,7 @@ namespace toy::kernels {
 void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {
   const int64_t rb = row_bytes(wt, K);
   parallel_for(N, 16, [&](int64_t n0, int64_t n1) {
-    std::vector<float> row(size_t(K));
+    std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = n0; n < n1; ++n) {
       dequantize(wt, static_cast<const char*>(w) + n * rb, row.data(), K);
       for (int64_t m = 0; m < M; ++m) {
