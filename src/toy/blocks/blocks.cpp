@@ -1,0 +1,71 @@
+// blocks/blocks.cpp — KV cache, self-attention, SwiGLU FFN and the pre-norm block.
+#include "toy/blocks/blocks.h"
+
+#include <cstring>
+
+namespace toy {
+
+KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head) : n_ctx_(n_ctx) {
+  for (int64_t l = 0; l < n_layer; ++l) {
+    k_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}));
+    v_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}));
+  }
+}
+
+size_t KvCache::bytes() const {
+  size_t n = 0;
+  for (const Tensor& t : k_) n += 2 * t.nbytes();
+  return n;
+}
+
+std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tensor& k, const Tensor& v) {
+  auto [B, T, Hkv, Dh] = k.dims<4>("kv cache: k");
+  Tensor& K = k_[size_t(layer)];
+  Tensor& V = v_[size_t(layer)];
+  if (B != 1 || K.size(1) != Hkv || K.size(2) != Dh || v.shape() != k.shape())
+    throw ShapeError("kv cache: k " + to_string(k.shape()) + " for cache " + to_string(K.shape()));
+  if (pos0 + T > n_ctx_)
+    throw ShapeError("kv cache: positions up to " + std::to_string(pos0 + T) + " exceed the context of " + std::to_string(n_ctx_));
+  const size_t row = size_t(Hkv * Dh) * sizeof(float);
+  std::memcpy(K.data_mut() + pos0 * Hkv * Dh, k.data(), row * size_t(T));
+  std::memcpy(V.data_mut() + pos0 * Hkv * Dh, v.data(), row * size_t(T));
+  const int64_t S = pos0 + T;
+  return {K.row_slice(0, S).reshape({1, S, Hkv, Dh}), V.row_slice(0, S).reshape({1, S, Hkv, Dh})};
+}
+
+Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer) {
+  auto [B, T, D] = x.dims<3>("self_attention: x");
+  const int64_t H = c.n_head, Hkv = c.n_kv_head, Dh = c.d_head;
+  Tensor q = linear(x, w.attn_q, w.attn_q_bias);                     // [B, T, H·Dh]
+  Tensor k = linear(x, w.attn_k, w.attn_k_bias);                     // [B, T, Hkv·Dh]
+  Tensor v = linear(x, w.attn_v, w.attn_v_bias);                     // [B, T, Hkv·Dh]
+  if (c.qk_norm == QkNorm::FullWidth) {
+    q = rms_norm(q, w.attn_q_norm, c.norm_eps);
+    k = rms_norm(k, w.attn_k_norm, c.norm_eps);
+  }
+  q = q.reshape({B, T, H, Dh});
+  k = k.reshape({B, T, Hkv, Dh});
+  v = v.reshape({B, T, Hkv, Dh});
+  if (c.qk_norm == QkNorm::PerHead) {
+    q = rms_norm(q, w.attn_q_norm, c.norm_eps);
+    k = rms_norm(k, w.attn_k_norm, c.norm_eps);
+  }
+  q = rope(q, ctx.pos0, c.rope);                                     // [B, T, H, Dh]
+  k = rope(k, ctx.pos0, c.rope);                                     // [B, T, Hkv, Dh]
+  if (ctx.kv) std::tie(k, v) = ctx.kv->store(layer, ctx.pos0, k, v); // [1, S, Hkv, Dh]
+  Tensor o = attention(q, k, v, c.options);                          // [B, T, H, Dh]
+  return linear(o.reshape({B, T, H * Dh}), w.attn_output);           // [B, T, D]
+}
+
+Tensor swiglu_ffn(const SwigluWeights& w, const Tensor& x) {
+  Tensor g = silu(linear(x, w.ffn_gate));                            // [..., d_ff]
+  return linear(g * linear(x, w.ffn_up), w.ffn_down);                // [..., D]
+}
+
+Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x, const Ctx& ctx,
+                      int64_t layer) {
+  Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), ctx, layer);  // [B, T, D]
+  return h + swiglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                          // [B, T, D]
+}
+
+}  // namespace toy

@@ -1,0 +1,58 @@
+// engines/decode.h — L4: drive a model token by token with a KV cache, and sample.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "toy/archs/model.h"
+
+namespace toy {
+
+// Owns the KV cache of one sequence. The prompt goes in as one batch; each generated token
+// is fed alone and attends to everything cached before it.
+class DecodeEngine {
+ public:
+  explicit DecodeEngine(const Model& m, int64_t n_ctx = 0);  // 0: the model's context length
+  // Feeds `ids` at positions n_past … and returns their logits [T, n_vocab] (all rows, or only
+  // the last row when last_only). Throws std::length_error when the context would overflow.
+  Tensor feed(std::span<const int32_t> ids, bool last_only = false);
+  int64_t n_past() const { return n_past_; }
+  int64_t n_ctx() const { return cache_.n_ctx(); }
+  void reset() { n_past_ = 0; }
+  const Model& model() const { return model_; }
+
+ private:
+  const Model& model_;
+  KvCache cache_;
+  int64_t n_past_ = 0;
+};
+
+struct SamplerConfig {
+  float temperature = 0.8f;     // 0 → greedy (argmax, ties to the lowest id)
+  int top_k = 40;               // 0 → all
+  float top_p = 0.95f;          // 1 → off
+  float min_p = 0.05f;          // 0 → off; keeps tokens with p ≥ min_p · p_max
+  float repeat_penalty = 1.0f;  // 1 → off; divides positive / multiplies negative logits of recent tokens
+  int repeat_last_n = 64;       // how many recent tokens the penalty looks at
+  uint64_t seed = 0;
+};
+
+// Turns logits into a token id. Reproducible: the same seed and logits give the same ids.
+class Sampler {
+ public:
+  explicit Sampler(SamplerConfig c);
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  const SamplerConfig& config() const { return c_; }
+
+ private:
+  SamplerConfig c_;
+  std::mt19937_64 rng_;
+};
+
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace toy

@@ -1,0 +1,77 @@
+// primitives/linear.cpp — y = x·Wᵀ + b and embedding lookup, with gradients.
+#include <cstring>
+
+#include "toy/kernels/kernels.h"
+#include "toy/primitives/primitives.h"
+#include "toy/tensor/quant.h"
+
+namespace toy {
+
+namespace {
+// W as F32 (a view when it already is, else a dequantized copy; only backward needs this).
+Tensor as_f32(const Tensor& W) { return W.dtype() == DType::F32 ? W : W.clone(); }
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
+  auto [N, K] = W.dims<2>("linear: W");
+  if (x.dim() < 1 || x.size(-1) != K)
+    throw ShapeError("linear: x " + to_string(x.shape()) + " does not match W " + to_string(W.shape()) + " (" + W.name() + ")");
+  if (b.defined() && b.shape() != Shape{N})
+    throw ShapeError("linear: bias " + to_string(b.shape()) + " for W " + to_string(W.shape()));
+  const int64_t M = x.numel() / K;
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor y = Tensor::empty(out_shape);
+  kernels::matmul_wt(x.data(), W.raw(), W.dtype(), y.data_mut(), M, N, K);
+  if (b.defined()) {
+    float* py = y.data_mut();
+    const float* pb = b.data();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) py[m * N + n] += pb[n];
+  }
+  if (needs_grad({&x, &W, &b}))
+    record(y, "linear", {x, W, b}, [x, W, b, M, N, K](const Tensor& dy) {
+      std::vector<Tensor> g(3);
+      if (x.requires_grad()) {  // dx[M, K] = dy[M, N] · W[N, K]
+        g[0] = Tensor::empty(x.shape());
+        kernels::gemm(false, false, M, K, N, dy.data(), as_f32(W).data(), g[0].data_mut(), false);
+      }
+      if (W.requires_grad()) {  // dW[N, K] = dyᵀ[N, M] · x[M, K]
+        g[1] = Tensor::empty(W.shape());
+        kernels::gemm(true, false, N, K, M, dy.data(), x.data(), g[1].data_mut(), false);
+      }
+      if (b.defined() && b.requires_grad()) {  // db[N] = Σ_m dy[m, N]
+        g[2] = Tensor::empty(b.shape());
+        float* pb = g[2].data_mut();
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) pb[n] += dy.data()[m * N + n];
+      }
+      return g;
+    });
+  return y;
+}
+
+Tensor embedding(const Tensor& W, const Tensor& ids) {
+  auto [V, D] = W.dims<2>("embedding: W");
+  Shape out_shape = ids.shape();
+  out_shape.push_back(D);
+  Tensor y = Tensor::empty(out_shape);
+  const int32_t* id = ids.ids();
+  const int64_t rb = row_bytes(W.dtype(), D);
+  for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
+    if (id[i] < 0 || id[i] >= V)
+      throw ShapeError("embedding: token id " + std::to_string(id[i]) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+    dequantize(W.dtype(), static_cast<const char*>(W.raw()) + id[i] * rb, y.data_mut() + i * D, D);
+  }
+  if (needs_grad({&W}))
+    record(y, "embedding", {W}, [W, ids, D](const Tensor& dy) {  // dW[id] += dy row (scatter-add)
+      Tensor dW = Tensor::empty(W.shape());
+      float* pw = dW.data_mut();
+      for (int64_t i = 0, n = ids.numel(); i < n; ++i)
+        for (int64_t d = 0; d < D; ++d) pw[ids.ids()[i] * D + d] += dy.data()[i * D + d];
+      return std::vector<Tensor>{dW};
+    });
+  return y;
+}
+
+}  // namespace toy

@@ -1,0 +1,72 @@
+// primitives/primitives.h — L1: pure functions named after the math, each with its gradient.
+//
+// Glossary: B batch, T tokens in a sequence (queries), S keys (past + T), D or d_model model
+// width, H n_head, Hkv n_kv_head, Dh d_head, V n_vocab. Shapes are outermost first.
+//
+// Every primitive computes its forward with the kernels layer and, when any input requires a
+// gradient and grad mode is on, records its backward rule beside it (see tensor.h). Under
+// NoGrad (inference) nothing is recorded.
+#pragma once
+
+#include <optional>
+
+#include "toy/tensor/tensor.h"
+
+namespace toy {
+
+// --- elementwise ------------------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);             // same shape
+Tensor mul(const Tensor& a, const Tensor& b);             // same shape
+Tensor scale(const Tensor& x, float s);                   // s·x
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+
+Tensor silu(const Tensor& x);                             // x·σ(x)
+Tensor gelu_tanh(const Tensor& x);                        // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), ggml's fp16 table
+Tensor softcap(const Tensor& x, float cap);               // cap·tanh(x/cap)
+
+// --- projections ------------------------------------------------------------------------
+// y = x·Wᵀ (+ b).  x: [..., in], W: [out, in] (any dtype; trainable when F32), b: [out] -> [..., out]
+Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b = {});
+// Rows of an embedding table. W: [V, D] (any dtype), ids: I32 [...] -> [..., D]
+Tensor embedding(const Tensor& W, const Tensor& ids);
+
+// --- normalisation ----------------------------------------------------------------------
+// y = x / sqrt(mean(x²) + eps) · w over the last dimension.  x: [..., D], w: [D]
+Tensor rms_norm(const Tensor& x, const Tensor& w, float eps);
+// y = (x − mean) / sqrt(var + eps) · w + b over the last dimension (biased variance).
+Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps);
+
+// --- positions --------------------------------------------------------------------------
+enum class RopeMode {
+  Norm,  // rotate adjacent pairs (2i, 2i+1): GGUF llama weights (rows permuted by the converter)
+  Neox,  // rotate pairs (i, i + n_rot/2): qwen2, qwen3, gemma2, olmoe (HF rotate_half)
+};
+struct Rope {
+  RopeMode mode = RopeMode::Norm;
+  int64_t n_rot = 0;          // rotated dimensions (≤ Dh), e.g. 64
+  float base = 10000.0f;      // θ_i = p · base^(−2i/n_rot) / freq_factors[i]
+  Tensor freq_factors;        // optional [n_rot/2] (Llama-3 scaling, `rope_freqs.weight`)
+};
+// Rotates each head of x by its position pos0 + t.  x: [B, T, H, Dh] -> [B, T, H, Dh]
+Tensor rope(const Tensor& x, int64_t pos0, const Rope& r);
+
+// --- attention --------------------------------------------------------------------------
+struct AttentionOptions {
+  float scale = 1.0f;         // multiplies q·k, usually 1/sqrt(Dh)
+  float softcap = 0.0f;       // > 0: scores = cap·tanh(scores/cap) before the mask (gemma2)
+  int64_t window = 0;         // > 0: a query at p sees keys at p−window < pk ≤ p (sliding window)
+};
+// Causal grouped-query attention. Query t sits at position S − T + t and sees keys ≤ its
+// position; query head h reads KV head h / (H / Hkv).
+// q: [B, T, H, Dh], k, v: [B, S, Hkv, Dh] -> [B, T, H, Dh]
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);
+
+// --- loss -------------------------------------------------------------------------------
+// Mean over rows of −log softmax(logits)[target].  logits: [N, V], targets: I32 [N] -> scalar
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+
+// --- reductions used by recipes ---------------------------------------------------------
+Tensor sum(const Tensor& x);                              // -> scalar
+
+}  // namespace toy

@@ -1,0 +1,64 @@
+// primitives/rope.cpp — rotary position embedding (NORM and NEOX pairings), with gradient.
+//
+// Pair i (i < n_rot/2) of a head rotates by θ = p · base^(−2i/n_rot) / f_i. NORM pairs the
+// adjacent dimensions (2i, 2i+1); NEOX pairs (i, i + n_rot/2). Dimensions ≥ n_rot pass through.
+// The backward pass is the rotation by −θ (a rotation's inverse is its transpose).
+#include <cmath>
+
+#include "toy/kernels/kernels.h"
+#include "toy/primitives/primitives.h"
+
+namespace toy {
+
+namespace {
+
+Tensor rotate(const Tensor& x, int64_t pos0, const Rope& r, float sign) {
+  auto [B, T, H, Dh] = x.dims<4>("rope: x");
+  const int64_t half = r.n_rot / 2;
+  if (r.n_rot <= 0 || r.n_rot > Dh || r.n_rot % 2)
+    throw ShapeError("rope: n_rot " + std::to_string(r.n_rot) + " does not fit d_head " + std::to_string(Dh));
+  if (r.freq_factors.defined() && r.freq_factors.numel() < half)
+    throw ShapeError("rope: rope_freqs has " + std::to_string(r.freq_factors.numel()) + " factors, need " + std::to_string(half));
+  // cos/sin table [T, half], angles in double (ggml uses float; the difference is ≤ 1e-13 in logits).
+  std::vector<float> cs(size_t(T * half)), sn(size_t(T * half));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = double(pos0 + t) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
+      if (r.freq_factors.defined()) theta /= double(r.freq_factors.data()[i]);
+      cs[size_t(t * half + i)] = float(std::cos(theta));
+      sn[size_t(t * half + i)] = sign * float(std::sin(theta));
+    }
+  Tensor y = Tensor::empty(x.shape());
+  const float* px = x.data();
+  float* py = y.data_mut();
+  const int64_t stride_a = r.mode == RopeMode::Norm ? 2 : 1;   // index of pair member a
+  const int64_t offset_b = r.mode == RopeMode::Norm ? 1 : half;  // b = a + offset_b
+  kernels::parallel_for(B * T, 4, [&](int64_t bt0, int64_t bt1) {
+    for (int64_t bt = bt0; bt < bt1; ++bt) {
+      const int64_t t = bt % T;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* xi = px + (bt * H + h) * Dh;
+        float* yi = py + (bt * H + h) * Dh;
+        for (int64_t d = r.n_rot; d < Dh; ++d) yi[d] = xi[d];
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t a = i * stride_a, b = a + offset_b;
+          const float c = cs[size_t(t * half + i)], s = sn[size_t(t * half + i)];
+          yi[a] = xi[a] * c - xi[b] * s;
+          yi[b] = xi[a] * s + xi[b] * c;
+        }
+      }
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+Tensor rope(const Tensor& x, int64_t pos0, const Rope& r) {
+  Tensor y = rotate(x, pos0, r, 1.0f);
+  if (needs_grad({&x}))
+    record(y, "rope", {x}, [pos0, r](const Tensor& dy) { return std::vector<Tensor>{rotate(dy, pos0, r, -1.0f)}; });
+  return y;
+}
+
+}  // namespace toy

@@ -1,0 +1,121 @@
+// tests/test_models.cpp — every model fixture against llama.cpp's reference logits.
+//
+// Protocol (fixtures/models/README.md): the 33 prompt tokens go in as one batch, then the 16
+// reference greedy tokens one at a time through the KV cache (teacher forcing); all 49 rows
+// are compared by nmse against the dtype's limit, plus the robust argmax check.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "toy/archs/model.h"
+#include "toy/engines/decode.h"
+
+using namespace toy;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Tolerance {
+  double nmse, delta, min_agreement;
+};
+
+Tolerance tolerance_for(const std::string& dtype) {
+  if (dtype == "F32") return {1e-8, 0.002, 0.98};
+  if (dtype.rfind("F16", 0) == 0) return {5e-6, 0.01, 0.95};  // also "F16 (as shipped)"
+  if (dtype == "BF16") return {5e-4, 0.01, 0.95};
+  return {2e-3, 0.2, 0.90};  // Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K
+}
+
+bool supported(const std::string& arch) {
+  for (const Architecture& a : architectures())
+    if (arch == a.name) return true;
+  return false;
+}
+
+struct Case {
+  fs::path model, ref;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> r;
+  for (const auto& sub : {"models", "real"})
+    for (const fs::path& p : test::fixture_files(sub, ".gguf"))
+      if (fs::exists(p.string() + ".ref.json")) r.push_back({p, p.string() + ".ref.json"});
+  return r;
+}
+
+// Runs prompt + teacher-forced decode and compares with the reference. Returns a message on failure.
+void check_model(const Case& c) {
+  auto ref = nlohmann::json::parse(test::read_text(c.ref));
+  const std::string arch = ref["architecture"];
+  if (!supported(arch)) return;
+  auto prompt = ref["prompt_tokens"].get<std::vector<int32_t>>();
+  auto greedy = ref["greedy_tokens"].get<std::vector<int32_t>>();
+  const auto shape = ref["logits_layout"]["shape"].get<std::vector<int64_t>>();
+  const int64_t rows = shape[0], V = shape[1];
+  std::vector<uint8_t> raw = test::read_bytes(c.model.parent_path() / ref["logits_file"].get<std::string>());
+  ASSERT_EQ(raw.size(), size_t(rows * V) * 4);
+  const float* want = reinterpret_cast<const float*>(raw.data());
+
+  auto file = gguf::GgufFile::open(c.model.string());
+  auto model = load_model(file);
+  ASSERT_EQ(model->config().n_vocab, V);
+  DecodeEngine engine(*model);
+  std::vector<float> got;
+  auto append = [&](const Tensor& logits) {
+    auto v = logits.to_vector();
+    got.insert(got.end(), v.begin(), v.end());
+  };
+  append(engine.feed(prompt));
+  for (size_t s = 0; s + 1 < greedy.size() + 1 && int64_t(prompt.size() + s) < rows; ++s)
+    append(engine.feed(std::span<const int32_t>(&greedy[s], 1)));
+  ASSERT_EQ(int64_t(got.size()), rows * V);
+
+  double num = 0, den = 0, sq = 0;
+  for (int64_t i = 0; i < rows * V; ++i) {
+    num += double(want[i] - got[size_t(i)]) * (want[i] - got[size_t(i)]);
+    den += double(want[i]) * want[i];
+  }
+  sq = std::sqrt(den / double(rows * V));
+  const double nmse = num / den;
+  const std::string dtype = ref["dtype"];
+  const Tolerance tol = tolerance_for(dtype);
+  EXPECT_LE(nmse, tol.nmse) << c.model.filename() << " (" << dtype << ")";
+  int agree = 0, robust = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* w = want + r * V;
+    const int32_t mine = argmax(std::span<const float>(got.data() + r * V, size_t(V)));
+    const int32_t theirs = argmax(std::span<const float>(w, size_t(V)));
+    agree += mine == theirs;
+    robust += w[mine] >= w[theirs] - tol.delta * sq;
+  }
+  EXPECT_EQ(robust, rows) << c.model.filename() << ": argmax regret above δ on " << rows - robust << " rows";
+  EXPECT_GE(double(agree) / double(rows), tol.min_agreement) << c.model.filename();
+  std::printf("  %-28s %-6s nmse %.2e  argmax %d/%lld\n", c.model.filename().c_str(), dtype.c_str(), nmse, agree, (long long)rows);
+
+  if (dtype == "F32") {  // the greedy continuation must be identical
+    engine.reset();
+    Tensor logits = engine.feed(prompt, true);
+    for (size_t s = 0; s < greedy.size(); ++s) {
+      const int32_t next = argmax(std::span<const float>(logits.data(), size_t(V)));
+      ASSERT_EQ(next, greedy[s]) << c.model.filename() << " greedy step " << s;
+      logits = engine.feed(std::span<const int32_t>(&next, 1), true);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Models, MatchLlamaCppReference) {
+  auto all = cases();
+  if (all.empty()) GTEST_SKIP() << "no model fixtures under " << test::fixtures_dir() << " (set TOY_FIXTURES)";
+  int run = 0;
+  for (const Case& c : all) {
+    SCOPED_TRACE(c.model.string());
+    check_model(c);
+    ++run;
+  }
+  EXPECT_GT(run, 0);
+}
