@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# scripts/test.sh — the whole test suite: release build + CTest, then the unit tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, then a short libFuzzer run when clang
+# is available. Fixtures come from $TOY_FIXTURES (default ../shared/fixtures); tests that need
+# them skip with a message when they are absent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TOY_FIXTURES="${TOY_FIXTURES:-$(cd .. && pwd)/shared/fixtures}"
+
+scripts/setup.sh build
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+
+echo "== sanitizers (ASan + UBSan) =="
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOY_SANITIZE=ON -DTOY_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j "$(nproc)" --target toy_tests toy_cli
+# The slow end-to-end suites run in the release build above; here the unit tests.
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOY_BIN="$PWD/build-asan/toy" \
+  build-asan/tests/toy_tests --gtest_filter="${TOY_ASAN_FILTER:--*Train*:*Serve*:*Server*:*Bench*}" --gtest_brief=1
+
+# libFuzzer needs clang and its runtime (Debian: clang, libclang-rt-14-dev); skipped when absent.
+fuzz_ok() {
+  command -v clang++ >/dev/null || return 1
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > /tmp/toy_fuzz_probe.cpp
+  clang++ -fsanitize=fuzzer /tmp/toy_fuzz_probe.cpp -o /tmp/toy_fuzz_probe 2>/dev/null
+}
+if fuzz_ok; then
+  echo "== fuzz (short run) =="
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOY_BUILD_FUZZ=ON \
+        -DTOY_BUILD_TESTS=OFF -DTOY_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j "$(nproc)"
+  mkdir -p build-fuzz/corpus-gguf
+  cp "$TOY_FIXTURES"/models/smollm2/smollm2-q8_0.gguf build-fuzz/corpus-gguf/ 2>/dev/null || true
+  build-fuzz/fuzz/fuzz_gguf -max_total_time=20 -max_len=65536 build-fuzz/corpus-gguf 2>&1 | tail -2
+else
+  echo "== fuzz: skipped (clang with libFuzzer not available) =="
+fi
+echo "test.sh: all suites passed"

@@ -1,0 +1,150 @@
+// cli/cmd_bench.cpp — `toy bench MODEL`: prompt and generation speed against the memory roofline.
+//
+// pp N: one batch of N tokens from an empty cache. tg 128: 128 single-token steps after one
+// token of context. Each figure is the median of --reps runs after a warm-up, with the
+// spread (min–max). Generation reads every weight once per token, so its ceiling is
+// bandwidth ÷ bytes of weights per token: the roofline fraction says how close toy gets.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/common.h"
+#include "toy/engines/decode.h"
+#include "toy/kernels/bandwidth.h"
+#include "toy/kernels/kernels.h"
+
+namespace toy::cli {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct Stat {
+  double median = 0, lo = 0, hi = 0;
+};
+
+Stat stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back()};
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+int run(const Args& a) {
+  apply_threads(a);
+  const int reps = int(a.integer("reps"));
+  if (reps < 1 || reps > 100) throw UsageError("--reps must be between 1 and 100");
+  const std::string path = *a.positional(0);
+
+  auto t0 = clock_type::now();
+  auto file = gguf::GgufFile::open(path);
+  auto model = load_model(file);
+  const double load_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  const ModelConfig& c = model->config();
+
+  // Bytes of weights one generated token reads: every matrix, except that the input embedding
+  // reads one row (unless it is also the output projection).
+  const bool tied = file->find_tensor("output.weight") == nullptr;
+  double bytes_per_token = 0;
+  for (const auto& t : file->tensors())
+    bytes_per_token += t.name == "token_embd.weight" && !tied ? double(t.nbytes) / double(t.shape[0]) : double(t.nbytes);
+
+  std::mt19937 rng(1);
+  auto random_ids = [&](int64_t n) {
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int32_t& id : ids) id = int32_t(rng() % uint32_t(c.n_vocab));
+    return ids;
+  };
+  const int64_t n_ctx = std::min<int64_t>(c.n_ctx, 1024);
+  DecodeEngine engine(*model, n_ctx);
+  auto time_prompt = [&](int64_t n) -> std::optional<Stat> {
+    if (n > n_ctx) return std::nullopt;
+    std::vector<double> v;
+    for (int r = 0; r <= reps; ++r) {  // r == 0 is the warm-up
+      engine.reset();
+      auto ids = random_ids(n);
+      auto s = clock_type::now();
+      engine.feed(ids, true);
+      if (r) v.push_back(double(n) / std::chrono::duration<double>(clock_type::now() - s).count());
+    }
+    return stats(v);
+  };
+  auto time_generation = [&](int64_t n) -> std::optional<Stat> {
+    if (n + 1 > n_ctx) return std::nullopt;
+    std::vector<double> v;
+    for (int r = 0; r <= reps; ++r) {
+      engine.reset();
+      auto ids = random_ids(n + 1);
+      engine.feed(std::span<const int32_t>(ids.data(), 1), true);
+      auto s = clock_type::now();
+      for (int64_t i = 1; i <= n; ++i) engine.feed(std::span<const int32_t>(&ids[size_t(i)], 1), true);
+      if (r) v.push_back(double(n) / std::chrono::duration<double>(clock_type::now() - s).count());
+    }
+    return stats(v);
+  };
+  std::fprintf(stderr, "bench: %s, %d threads, %d reps ...\n", path.c_str(), kernels::num_threads(), reps);
+  const auto pp128 = time_prompt(128), pp512 = time_prompt(512);
+  const auto tg128 = time_generation(128);
+  const double bw = kernels::measure_read_bandwidth_gbs();
+  const double roof = bytes_per_token > 0 ? bw * 1e9 / bytes_per_token : 0;
+  const double fraction = tg128 && roof > 0 ? tg128->median / roof : 0;
+
+  if (a.flag("json")) {
+    nlohmann::ordered_json j;
+    auto put = [&](const char* k, const std::optional<Stat>& s) {
+      j[k] = s ? nlohmann::ordered_json(s->median) : nlohmann::ordered_json(nullptr);
+      j[std::string(k) + "_min"] = s ? nlohmann::ordered_json(s->lo) : nlohmann::ordered_json(nullptr);
+      j[std::string(k) + "_max"] = s ? nlohmann::ordered_json(s->hi) : nlohmann::ordered_json(nullptr);
+    };
+    j["model"] = path;
+    j["threads"] = kernels::num_threads();
+    j["reps"] = reps;
+    j["load_s"] = load_s;
+    put("pp128", pp128);
+    put("pp512", pp512);
+    put("tg128", tg128);
+    j["bytes_per_token"] = bytes_per_token;
+    j["bandwidth_gbs"] = bw;
+    j["roofline_tok_s"] = roof;
+    j["roofline_fraction"] = fraction;
+    j["peak_rss_mib"] = peak_rss_mib();
+    j["file_mib"] = double(file->file_size()) / (1 << 20);
+    std::printf("%s\n", j.dump(2).c_str());
+    return kOk;
+  }
+  auto line = [](const char* name, const std::optional<Stat>& s) {
+    if (s) std::printf("  %-6s %9.1f tok/s   (min %.1f, max %.1f)\n", name, s->median, s->lo, s->hi);
+    else std::printf("  %-6s        —      (context too small)\n", name);
+  };
+  std::printf("%s  (%s, %.1f MiB, %d threads, median of %d)\n", path.c_str(), c.arch.c_str(),
+              double(file->file_size()) / (1 << 20), kernels::num_threads(), reps);
+  std::printf("  load   %9.3f s\n", load_s);
+  line("pp128", pp128);
+  line("pp512", pp512);
+  line("tg128", tg128);
+  std::printf("  weights read per token %.1f MiB; memory read bandwidth %.1f GB/s -> roofline %.1f tok/s\n",
+              bytes_per_token / (1 << 20), bw, roof);
+  std::printf("  generation at %.0f%% of the roofline; peak resident memory %.1f MiB\n", 100 * fraction, peak_rss_mib());
+  return kOk;
+}
+
+Registrar reg({
+    .name = "bench",
+    .summary = "measure load, prompt (pp128, pp512) and generation (tg128) speed against the memory roofline",
+    .positionals = {{"MODEL", "a GGUF model (toy init makes real-sized ones)"}},
+    .flags = {{"reps", FlagType::Int, "3", "repetitions per figure (after one warm-up)"},
+              {"json", FlagType::Bool, "", "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, ...)"},
+              threads_flag()},
+    .run = run,
+    .details = "example: toy init --preset smollm2-135m --dtype Q8_0 -o /tmp/s.gguf && toy bench /tmp/s.gguf --threads 2",
+});
+
+}  // namespace
+}  // namespace toy::cli

@@ -1,0 +1,61 @@
+// cli/common.cpp — shared helpers for the commands.
+#include "cli/common.h"
+
+#include <filesystem>
+
+#include "toy/kernels/kernels.h"
+
+namespace toy::cli {
+
+Loaded load_model_and_tokenizer(const Args& a, size_t model_positional) {
+  const std::string path = a.positional(model_positional).value_or(default_model_path());
+  if (!std::filesystem::exists(path))
+    throw InputError(path + ": no such file" + (a.positional(model_positional) ? "" : " (the embedded default model is missing; pass a MODEL)"));
+  Loaded l;
+  l.file = gguf::GgufFile::open(path);
+  l.model = load_model(l.file);
+  if (l.file->has("tokenizer.ggml.tokens")) {
+    try {
+      l.tokenizer = Tokenizer::from_gguf(*l.file);
+    } catch (const TokenizerError& e) {
+      throw InputError(path + ": " + e.what());
+    }
+    if (l.tokenizer->n_vocab() < l.model->config().n_vocab)
+      throw InputError(path + ": the vocabulary has " + std::to_string(l.tokenizer->n_vocab()) + " tokens but the model has " +
+                       std::to_string(l.model->config().n_vocab) + " outputs");
+  }
+  return l;
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find_first_of(", ", pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    if (!item.empty()) {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw UsageError("--ids: '" + item + "' is not a token id");
+      ids.push_back(int32_t(v));
+    }
+    pos = end + 1;
+  }
+  return ids;
+}
+
+void apply_threads(const Args& a) {
+  const long long n = a.integer("threads");
+  if (n < 0 || n > 1024) throw UsageError("--threads must be between 0 and 1024");
+  if (n > 0) kernels::set_num_threads(int(n));
+}
+
+Flag threads_flag() { return {"threads", FlagType::Int, "0", "CPU threads (0: all cores, or $TOY_THREADS)", 't'}; }
+
+}  // namespace toy::cli

@@ -1,0 +1,145 @@
+// tests/test_infer.cpp — `toy infer` and `toy eval` end to end, and their bad-input handling.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "toy/archs/llama.h"
+#include "toy/io/gguf.h"
+
+using toy::test::run_toy;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string r = "'";
+  for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+// Writes a copy of `src` with one metadata key or tensor changed, for bad-input tests.
+std::string mutated_copy(const fs::path& src, const std::string& name,
+                         const std::function<void(toy::gguf::GgufWriter&, const toy::gguf::GgufFile&)>& edit) {
+  auto f = toy::gguf::GgufFile::open(src.string());
+  toy::gguf::GgufWriter w;
+  edit(w, *f);
+  const std::string out = testing::TempDir() + "/" + name;
+  w.write(out);
+  return out;
+}
+
+}  // namespace
+
+TEST(Infer, RealFileGivesTheReferenceContinuationFromText) {
+  TOY_REQUIRE_FIXTURE(model, "real/llama-2-tiny-random.gguf");
+  auto ref = nlohmann::json::parse(toy::test::read_text(model.string() + ".ref.json"))["text_reference"];
+  const std::string prompt = ref["prompt_text"];
+  const int n = int(ref["generated_tokens"].size());
+  auto r = run_toy("infer " + model.string() + " --prompt " + quote(prompt) + " -n " + std::to_string(n) + " --temp 0 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, ref["generated_text"].get<std::string>() + "\n");
+  EXPECT_NE(r.err.find("tok/s"), std::string::npos);
+  // The same through ids.
+  std::string ids;
+  for (int id : ref["prompt_tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  auto r2 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0");
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  EXPECT_EQ(r2.out, r.out);
+}
+
+TEST(Infer, SampledGenerationIsReproducibleWithASeed) {
+  TOY_REQUIRE_FIXTURE(model, "real/llama-2-tiny-random.gguf");
+  const std::string cmd = "infer " + model.string() + " --prompt 'Hello' -n 16 --temp 0.9 --top-k 40 --top-p 0.95 --seed 7";
+  auto a = run_toy(cmd), b = run_toy(cmd), c = run_toy(cmd + "1");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);  // seed 71: a different continuation (random weights, flat distribution)
+}
+
+TEST(Infer, EvalDumpsTheLogitsOfEveryPosition) {
+  TOY_REQUIRE_FIXTURE(model, "models/smollm2/smollm2-f32.gguf");
+  auto ref = nlohmann::json::parse(toy::test::read_text(model.string() + ".ref.json"));
+  std::string ids;
+  for (int id : ref["prompt_tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string out = testing::TempDir() + "/logits.f32";
+  auto r = run_toy("eval " + model.string() + " --ids " + ids + " --dump-logits " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto got = toy::test::read_bytes(out);
+  auto want = toy::test::read_bytes(model.parent_path() / ref["logits_file"].get<std::string>());
+  const size_t n = ref["prompt_tokens"].size() * 512;
+  ASSERT_EQ(got.size(), n * 4);
+  const float* g = reinterpret_cast<const float*>(got.data());
+  const float* w = reinterpret_cast<const float*>(want.data());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += double(g[i] - w[i]) * (g[i] - w[i]);
+    den += double(w[i]) * w[i];
+  }
+  EXPECT_LT(num / den, 1e-8);
+}
+
+TEST(Infer, BadInputGetsClearErrors) {
+  TOY_REQUIRE_FIXTURE(model, "models/smollm2/smollm2-f32.gguf");
+  const std::string m = model.string();
+  // -n 0: processes the prompt, prints nothing but the newline.
+  auto zero = run_toy("infer " + m + " --ids 1,2,3 -n 0");
+  EXPECT_EQ(zero.code, 0) << zero.err;
+  EXPECT_EQ(zero.out, "\n");
+  // Out-of-range ids, malformed ids.
+  auto oor = run_toy("infer " + m + " --ids 1,99999");
+  EXPECT_EQ(oor.code, 2);
+  EXPECT_NE(oor.err.find("99999"), std::string::npos) << oor.err;
+  EXPECT_EQ(run_toy("infer " + m + " --ids 1,abc").code, 2);
+  EXPECT_EQ(run_toy("eval " + m + " --ids 5,600").code, 2);
+  // A prompt longer than the context (the fixture's context is 256).
+  std::string many = "1";
+  for (int i = 0; i < 300; ++i) many += ",5";
+  auto longp = run_toy("infer " + m + " --ids " + many);
+  EXPECT_EQ(longp.code, 2);
+  EXPECT_NE(longp.err.find("context"), std::string::npos) << longp.err;
+  // Empty prompt text still has BOS (SPM adds it): generation works.
+  EXPECT_EQ(run_toy("infer " + m + " --prompt '' -n 2 --temp 0").code, 0);
+  // Bad sampling values.
+  EXPECT_EQ(run_toy("infer " + m + " --ids 1 --top-p 0").code, 2);
+  EXPECT_EQ(run_toy("infer " + m + " --ids 1 --temp -1").code, 2);
+  EXPECT_EQ(run_toy("infer " + m + " --ids 1 -n x").code, 2);
+}
+
+TEST(Infer, BadModelFilesNameTheProblem) {
+  TOY_REQUIRE_FIXTURE(model, "models/smollm2/smollm2-f32.gguf");
+  // Unsupported architecture: the error names the supported ones.
+  auto arch = mutated_copy(model, "arch.gguf", [](toy::gguf::GgufWriter& w, const toy::gguf::GgufFile& f) {
+    w = toy::gguf::copy_of(f);
+    w.set("general.architecture", toy::gguf::Value::of_string("mamba9"));
+  });
+  auto r = run_toy("infer " + arch + " --ids 1");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("mamba9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("llama"), std::string::npos) << r.err;
+  // A missing tensor is named.
+  auto missing = mutated_copy(model, "missing.gguf", [](toy::gguf::GgufWriter& w, const toy::gguf::GgufFile& f) {
+    for (const auto& [k, v] : f.metadata()) w.set(k, v);
+    for (const auto& t : f.tensors())
+      if (t.name != "blk.1.ffn_up.weight") w.add_tensor(t.name, t.shape, t.dtype, f.tensor_data(t));
+  });
+  r = run_toy("infer " + missing + " --ids 1");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("blk.1.ffn_up.weight"), std::string::npos) << r.err;
+  // A mis-shaped tensor is named with both shapes.
+  auto shaped = mutated_copy(model, "shape.gguf", [](toy::gguf::GgufWriter& w, const toy::gguf::GgufFile& f) {
+    for (const auto& [k, v] : f.metadata()) w.set(k, v);
+    for (const auto& t : f.tensors()) {
+      toy::Shape s = t.shape;
+      if (t.name == "blk.0.attn_k.weight") s = {128, 64};
+      w.add_tensor(t.name, s, t.dtype, f.tensor_data(t));
+    }
+  });
+  r = run_toy("infer " + shaped + " --ids 1");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("blk.0.attn_k.weight"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[64, 128]"), std::string::npos) << r.err;
+  // A missing file.
+  EXPECT_EQ(run_toy("infer /nonexistent/model.gguf --ids 1").code, 3);
+}
