@@ -104,7 +104,9 @@ Tensor gelu_tanh(const Tensor& x) {
 Tensor softcap(const Tensor& x, float cap) {
   Tensor y = map(x, [cap](float v) { return cap * std::tanh(v / cap); });
   if (needs_grad({&x}))
-    record(y, "softcap", {x}, [y, cap](const Tensor& d) {  // d/dv cap·tanh(v/cap) = 1 − (y/cap)²
+    // y.detach(): the rule needs y's values, and holding y itself (which owns this node) would
+    // be a reference cycle that leaks the whole recorded graph.
+    record(y, "softcap", {x}, [y = y.detach(), cap](const Tensor& d) {  // d/dv cap·tanh(v/cap) = 1 − (y/cap)²
       return std::vector<Tensor>{zip(d, y, [cap](float g, float yv) { return g * (1.0f - (yv / cap) * (yv / cap)); })};
     });
   return y;

@@ -1,0 +1,139 @@
+// primitives/indexing.cpp — slab, narrow, gather_rows, concat_rows, scatter_add_rows, scale_rows, with gradients.
+#include "toy/primitives/indexing.h"
+
+#include <cstring>
+
+namespace toy {
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// rows: I32 [M] with every value in [0, N).
+void check_rows(const char* op, const Tensor& rows, int64_t N) {
+  if (rows.dtype() != DType::I32 || rows.dim() != 1)
+    throw ShapeError(std::string(op) + ": rows must be I32 [M], got " + std::string(name(rows.dtype())) + " " + to_string(rows.shape()));
+  for (int64_t m = 0; m < rows.numel(); ++m)
+    if (rows.ids()[m] < 0 || rows.ids()[m] >= N)
+      throw ShapeError(std::string(op) + ": row " + str(rows.ids()[m]) + " outside [0, " + str(N) + ")");
+}
+
+}  // namespace
+
+Tensor slab(const Tensor& x, int64_t i) {
+  if (x.dim() < 2 || i < 0 || i >= x.size(0))
+    throw ShapeError("slab: index " + str(i) + " out of range for " + to_string(x.shape()) + (x.name().empty() ? "" : " (" + x.name() + ")"));
+  Shape inner(x.shape().begin() + 1, x.shape().end());
+  Tensor y = x.row_slice(i, i + 1).reshape(inner);  // a view: same storage, offset by i slabs
+  if (!x.name().empty()) y.set_name(x.name() + "[" + str(i) + "]");
+  if (needs_grad({&x}))
+    record(y, "slab", {x}, [shape = x.shape(), i](const Tensor& dy) {
+      Tensor dx = Tensor::empty(shape);
+      std::memcpy(dx.data_mut() + i * dy.numel(), dy.data(), dy.nbytes());
+      return std::vector<Tensor>{dx};
+    });
+  return y;
+}
+
+Tensor narrow(const Tensor& x, int64_t begin, int64_t n) {
+  const int64_t C = x.dim() >= 1 ? x.size(-1) : 0;
+  if (x.dim() < 1 || begin < 0 || n < 0 || begin + n > C)
+    throw ShapeError("narrow: columns [" + str(begin) + ", " + str(begin + n) + ") of " + to_string(x.shape()));
+  const int64_t R = x.numel() / C;
+  Shape out = x.shape();
+  out.back() = n;
+  Tensor y = Tensor::empty(out);
+  for (int64_t r = 0; r < R; ++r) std::memcpy(y.data_mut() + r * n, x.data() + r * C + begin, size_t(n) * sizeof(float));
+  if (needs_grad({&x}))
+    record(y, "narrow", {x}, [shape = x.shape(), begin, n, R, C](const Tensor& dy) {
+      Tensor dx = Tensor::empty(shape);
+      for (int64_t r = 0; r < R; ++r) std::memcpy(dx.data_mut() + r * C + begin, dy.data() + r * n, size_t(n) * sizeof(float));
+      return std::vector<Tensor>{dx};
+    });
+  return y;
+}
+
+Tensor gather_rows(const Tensor& x, const Tensor& rows) {
+  auto [N, D] = x.dims<2>("gather_rows: x");
+  check_rows("gather_rows", rows, N);
+  const int64_t M = rows.numel();
+  Tensor y = Tensor::empty({M, D});
+  for (int64_t m = 0; m < M; ++m) std::memcpy(y.data_mut() + m * D, x.data() + rows.ids()[m] * D, size_t(D) * sizeof(float));
+  if (needs_grad({&x}))
+    record(y, "gather_rows", {x}, [shape = x.shape(), rows, M, D](const Tensor& dy) {
+      Tensor dx = Tensor::empty(shape);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t d = 0; d < D; ++d) dx.data_mut()[rows.ids()[m] * D + d] += dy.data()[m * D + d];
+      return std::vector<Tensor>{dx};
+    });
+  return y;
+}
+
+Tensor concat_rows(const std::vector<Tensor>& xs) {
+  if (xs.empty()) throw ShapeError("concat_rows: no tensors");
+  const int64_t D = xs[0].dims<2>("concat_rows: x")[1];
+  int64_t M = 0;
+  for (const Tensor& x : xs) {
+    if (x.dims<2>("concat_rows: x")[1] != D)
+      throw ShapeError("concat_rows: " + to_string(x.shape()) + " after " + to_string(xs[0].shape()));
+    M += x.size(0);
+  }
+  Tensor y = Tensor::empty({M, D});
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    std::memcpy(y.data_mut() + at * D, x.data(), x.nbytes());
+    at += x.size(0);
+  }
+  bool grad = false;
+  for (const Tensor& x : xs) grad = grad || needs_grad({&x});
+  if (grad)
+    record(y, "concat_rows", xs, [xs, D](const Tensor& dy) {
+      std::vector<Tensor> dxs;
+      int64_t at = 0;
+      for (const Tensor& x : xs) {
+        dxs.push_back(Tensor::empty(x.shape()));
+        std::memcpy(dxs.back().data_mut(), dy.data() + at * D, x.nbytes());
+        at += x.size(0);
+      }
+      return dxs;
+    });
+  return y;
+}
+
+Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& src) {
+  auto [N, D] = base.dims<2>("scatter_add_rows: base");
+  check_rows("scatter_add_rows", rows, N);
+  const int64_t M = rows.numel();
+  if (src.shape() != Shape{M, D})
+    throw ShapeError("scatter_add_rows: src " + to_string(src.shape()) + " for " + str(M) + " rows of " + to_string(base.shape()));
+  Tensor y = Tensor::empty(base.shape());
+  std::memcpy(y.data_mut(), base.data(), base.nbytes());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t d = 0; d < D; ++d) y.data_mut()[rows.ids()[m] * D + d] += src.data()[m * D + d];
+  if (needs_grad({&base, &src}))
+    record(y, "scatter_add_rows", {base, src}, [rows](const Tensor& dy) {
+      return std::vector<Tensor>{dy, gather_rows(dy, rows)};
+    });
+  return y;
+}
+
+Tensor scale_rows(const Tensor& x, const Tensor& s) {
+  auto [M, D] = x.dims<2>("scale_rows: x");
+  if (s.shape() != Shape{M}) throw ShapeError("scale_rows: scales " + to_string(s.shape()) + " for x " + to_string(x.shape()));
+  Tensor y = Tensor::empty(x.shape());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t d = 0; d < D; ++d) y.data_mut()[m * D + d] = s.data()[m] * x.data()[m * D + d];
+  if (needs_grad({&x, &s}))
+    record(y, "scale_rows", {x, s}, [x, s, M, D](const Tensor& dy) {
+      Tensor ds = Tensor::empty(s.shape());
+      for (int64_t m = 0; m < M; ++m) {
+        double acc = 0;
+        for (int64_t d = 0; d < D; ++d) acc += double(dy.data()[m * D + d]) * x.data()[m * D + d];
+        ds.data_mut()[m] = float(acc);
+      }
+      return std::vector<Tensor>{scale_rows(dy, s), ds};
+    });
+  return y;
+}
+
+}  // namespace toy

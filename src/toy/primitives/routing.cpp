@@ -1,0 +1,75 @@
+// primitives/routing.cpp — softmax, top-k and mixture-of-experts routing.
+#include "toy/primitives/routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "toy/kernels/kernels.h"
+#include "toy/primitives/indexing.h"
+
+namespace toy {
+
+Tensor softmax(const Tensor& x) {
+  if (x.dim() < 1 || x.size(-1) == 0) throw ShapeError("softmax: x " + to_string(x.shape()));
+  const int64_t C = x.size(-1), R = x.numel() / C;
+  Tensor y = Tensor::empty(x.shape());
+  const float* px = x.data();
+  float* py = y.data_mut();
+  kernels::parallel_for(R, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = px + r * C;
+      float* yr = py + r * C;
+      const float mx = *std::max_element(xr, xr + C);
+      double z = 0;
+      for (int64_t c = 0; c < C; ++c) z += yr[c] = std::exp(xr[c] - mx);
+      const float inv = float(1.0 / z);
+      for (int64_t c = 0; c < C; ++c) yr[c] *= inv;
+    }
+  });
+  if (needs_grad({&x}))
+    // The rule keeps y's values but not y itself: y owns this node, so holding y would be a cycle.
+    record(y, "softmax", {x}, [y = y.detach(), R, C](const Tensor& dy) {  // dx = y ⊙ (dy − Σ dy·y)
+      Tensor dx = Tensor::empty(y.shape());
+      for (int64_t r = 0; r < R; ++r) {
+        const float *yr = y.data() + r * C, *dr = dy.data() + r * C;
+        double dot = 0;
+        for (int64_t c = 0; c < C; ++c) dot += double(dr[c]) * yr[c];
+        for (int64_t c = 0; c < C; ++c) dx.data_mut()[r * C + c] = yr[c] * (dr[c] - float(dot));
+      }
+      return std::vector<Tensor>{dx};
+    });
+  return y;
+}
+
+Tensor top_k(const Tensor& x, int64_t k) {
+  const int64_t C = x.dim() >= 1 ? x.size(-1) : 0;
+  if (k <= 0 || k > C) throw ShapeError("top_k: k = " + std::to_string(k) + " for x " + to_string(x.shape()));
+  const int64_t R = x.numel() / C;
+  Shape out = x.shape();
+  out.back() = k;
+  Tensor idx = Tensor::empty(out, DType::I32);
+  int32_t* pi = static_cast<int32_t*>(idx.raw_mut());
+  std::vector<int32_t> order(static_cast<size_t>(C));
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = x.data() + r * C;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [xr](int32_t a, int32_t b) { return xr[a] > xr[b] || (xr[a] == xr[b] && a < b); });
+    std::copy(order.begin(), order.begin() + k, pi + r * k);
+  }
+  return idx;
+}
+
+MoeRoute moe_route(const Tensor& logits, int64_t k) {
+  auto [N, E] = logits.dims<2>("moe_route: logits");
+  Tensor p = softmax(logits);                                        // [N, E]
+  Tensor expert = top_k(p, k);                                       // I32 [N, k]
+  // p[n, expert[n, j]] as rows of p viewed as [N·E, 1]: flat index n·E + expert[n, j].
+  std::vector<int32_t> flat(static_cast<size_t>(N * k));
+  for (int64_t i = 0; i < N * k; ++i) flat[size_t(i)] = int32_t(i / k * E + expert.ids()[i]);
+  Tensor weight = gather_rows(p.reshape({N * E, 1}), Tensor::from_ids({N * k}, flat)).reshape({N, k});  // [N, k]
+  return {.weight = weight, .expert = expert};
+}
+
+}  // namespace toy

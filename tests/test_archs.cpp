@@ -1,0 +1,467 @@
+// tests/test_archs.cpp — architecture-specific checks beyond the per-file parity test
+// (test_models.cpp): the 200-position references in one batch and through the KV cache, the
+// sliding window, Gemma-2's hyper-parameter rules, MoE routing and expert slabs, errors that
+// name a missing tensor, GGUF round trips, and gradients of the primitives the new
+// architectures added (indexing.h, routing.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "fixtures.h"
+#include "toy/archs/gemma2.h"
+#include "toy/archs/gpt2.h"
+#include "toy/archs/olmoe.h"
+#include "toy/blocks/moe.h"
+#include "toy/engines/decode.h"
+#include "toy/primitives/indexing.h"
+#include "toy/primitives/routing.h"
+
+using namespace toy;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool supported(const std::string& arch) {
+  for (const Architecture& a : architectures())
+    if (arch == a.name) return true;
+  return false;
+}
+
+double nmse(std::span<const float> want, std::span<const float> got) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += double(want[i] - got[i]) * (want[i] - got[i]);
+    den += double(want[i]) * want[i];
+  }
+  return num / den;
+}
+
+// A `*.long.ref.json` reference: 200 tokens and their logits [200, V], computed in one batch.
+struct LongRef {
+  std::string arch;
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+};
+
+LongRef read_long(const fs::path& json) {
+  auto ref = nlohmann::json::parse(test::read_text(json));
+  LongRef r{ref["architecture"], ref["prompt_tokens"].get<std::vector<int32_t>>(), {}};
+  std::vector<uint8_t> raw = test::read_bytes(json.parent_path() / ref["logits_file"].get<std::string>());
+  r.logits.resize(raw.size() / 4);
+  std::memcpy(r.logits.data(), raw.data(), raw.size());
+  return r;
+}
+
+// All rows of one causal batch, without a KV cache (the training path).
+std::vector<float> forward_batch(const Model& m, std::span<const int32_t> tokens) {
+  NoGrad ng;
+  return m.forward(Tensor::from_ids({1, int64_t(tokens.size())}, tokens), Ctx{}).to_vector();
+}
+
+// The same rows fed through the KV cache in chunks of the given sizes (cycled).
+std::vector<float> forward_chunked(const Model& m, std::span<const int32_t> tokens, std::vector<size_t> chunks) {
+  DecodeEngine engine(m);
+  std::vector<float> out;
+  for (size_t at = 0, i = 0; at < tokens.size(); ++i) {
+    const size_t n = std::min(chunks[i % chunks.size()], tokens.size() - at);
+    auto v = engine.feed(tokens.subspan(at, n)).to_vector();
+    out.insert(out.end(), v.begin(), v.end());
+    at += n;
+  }
+  return out;
+}
+
+std::unique_ptr<Model> load(const fs::path& p) { return load_model(gguf::GgufFile::open(p.string())); }
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/toy_archs_" + std::to_string(::getpid()) + "_" + name;
+}
+
+// A copy of `in` with `edit` applied to the writer (metadata set after the copy wins).
+std::string rewrite(const fs::path& in, const std::string& name, const std::function<void(gguf::GgufWriter&)>& edit) {
+  auto f = gguf::GgufFile::open(in.string());
+  gguf::GgufWriter w = gguf::copy_of(*f);
+  edit(w);
+  const std::string out = temp_path(name);
+  w.write(out);
+  return out;
+}
+
+Tensor randn(Shape s, std::mt19937_64& rng, float sd = 1.0f) {
+  std::normal_distribution<float> n(0.0f, sd);
+  Tensor t = Tensor::empty(std::move(s));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_mut()[i] = n(rng);
+  return t;
+}
+
+}  // namespace
+
+// --- long references -----------------------------------------------------------------------
+
+// 200 positions is longer than gemma2's window of 8, so the window is exercised far past its
+// edge; the chunked run crosses the window with the KV cache at every possible offset.
+TEST(LongReference, OneBatchAndThroughTheCache) {
+  int run = 0;
+  for (const fs::path& p : test::fixture_files("models", ".json")) {
+    const std::string name = p.filename().string();
+    if (name.size() < 14 || name.substr(name.size() - 14) != ".long.ref.json") continue;
+    const LongRef ref = read_long(p);
+    if (!supported(ref.arch)) continue;
+    SCOPED_TRACE(name);
+    const fs::path model_path = p.parent_path() / name.substr(0, name.size() - 14);
+    auto model = load(model_path);
+    const double batch = nmse(ref.logits, forward_batch(*model, ref.tokens));
+    const double chunked = nmse(ref.logits, forward_chunked(*model, ref.tokens, {37, 1, 5, 1, 1, 12, 3}));
+    EXPECT_LE(batch, 1e-8);
+    EXPECT_LE(chunked, 1e-8);
+    std::printf("  %-28s %-7s 200 rows: one batch nmse %.2e, through the cache %.2e\n", model_path.filename().c_str(),
+                ref.arch.c_str(), batch, chunked);
+    ++run;
+  }
+  if (run == 0) GTEST_SKIP() << "no long references under " << test::fixtures_dir();
+}
+
+// --- gemma2 --------------------------------------------------------------------------------
+
+TEST(Gemma2, SlidingWindowMasksEvenLayers) {
+  TOY_REQUIRE_FIXTURE(path, "models/gemma2/gemma2-f32.gguf");
+  auto model = load(path);
+  const auto& hp = dynamic_cast<const Gemma2Model&>(*model).hparams();
+  EXPECT_TRUE(hp.is_local(0));
+  EXPECT_FALSE(hp.is_local(1));
+  EXPECT_EQ(hp.local.options.window, 8);
+  EXPECT_EQ(hp.global.options.window, 0);
+  // The same file with a window as long as the context: every layer global. The long reference
+  // must then be far off (README ablation no_swa: 1.2), i.e. the window really masks.
+  const LongRef ref = read_long(path.string() + ".long.ref.json");
+  const std::string wide = rewrite(path, "gemma2_wide.gguf", [](gguf::GgufWriter& w) {
+    w.set("gemma2.attention.sliding_window", gguf::Value::of_u32(256));
+  });
+  EXPECT_GT(nmse(ref.logits, forward_batch(*load(wide), ref.tokens)), 1e-2);
+  EXPECT_LE(nmse(ref.logits, forward_batch(*model, ref.tokens)), 1e-8);
+}
+
+TEST(Gemma2, AttentionWindowPrimitive) {
+  // q = 0 makes every visible key equally likely, so each output is the mean of the visible v.
+  const int64_t T = 5;
+  std::vector<float> vals(T);
+  for (int64_t t = 0; t < T; ++t) vals[size_t(t)] = float(t + 1);
+  Tensor q = Tensor::zeros({1, T, 1, 1}), v = Tensor::from({1, T, 1, 1}, vals);
+  Tensor o = attention(q, q, v, {.scale = 1.0f, .window = 2});
+  const std::vector<float> want = {1.0f, 1.5f, 2.5f, 3.5f, 4.5f};  // key t−1 and t only
+  for (int64_t t = 0; t < T; ++t) EXPECT_FLOAT_EQ(o.data()[t], want[size_t(t)]) << "t = " << t;
+}
+
+// Gemma-2 27B (46 layers) is llama.cpp's one exception to the 1/√d_head scale; check the rule and
+// the defaults of keys the converter leaves out, on a file with metadata and a token table only.
+TEST(Gemma2, HparamsScaleRuleAndDefaults) {
+  auto hparams_for = [](int64_t n_layer) {
+    gguf::GgufWriter w;
+    using gguf::Value;
+    w.set("general.architecture", Value::of_string("gemma2"));
+    w.set("gemma2.context_length", Value::of_u32(64));
+    w.set("gemma2.embedding_length", Value::of_u32(128));
+    w.set("gemma2.block_count", Value::of_u32(uint32_t(n_layer)));
+    w.set("gemma2.feed_forward_length", Value::of_u32(256));
+    w.set("gemma2.attention.head_count", Value::of_u32(4));
+    w.set("gemma2.attention.head_count_kv", Value::of_u32(2));
+    w.set("gemma2.attention.key_length", Value::of_u32(16));
+    w.set("gemma2.attention.value_length", Value::of_u32(16));
+    w.set("gemma2.attention.layer_norm_rms_epsilon", Value::of_f32(1e-6f));
+    std::vector<float> embd(8 * 128);
+    w.add_tensor("token_embd.weight", {8, 128}, DType::F32, embd.data());
+    const std::string p = temp_path("gemma2_meta_" + std::to_string(n_layer) + ".gguf");
+    w.write(p);
+    return gemma2_hparams(WeightLoader(gguf::GgufFile::open(p)));
+  };
+  const Gemma2Hparams h45 = hparams_for(45), h46 = hparams_for(46);
+  EXPECT_FLOAT_EQ(h45.global.options.scale, 1.0f / std::sqrt(16.0f));  // 1/√d_head
+  EXPECT_FLOAT_EQ(h46.global.options.scale, 1.0f / std::sqrt(32.0f));  // 1/√(d_model/n_head)
+  EXPECT_FLOAT_EQ(h46.local.options.scale, h46.global.options.scale);
+  EXPECT_EQ(h45.local.options.window, 4096);
+  EXPECT_FLOAT_EQ(h45.global.options.softcap, 50.0f);
+  EXPECT_FLOAT_EQ(h45.final_softcap, 30.0f);
+  EXPECT_FLOAT_EQ(h45.global.rope.base, 10000.0f);
+  EXPECT_EQ(h45.global.rope.mode, RopeMode::Neox);
+  EXPECT_EQ(h45.swa_pattern, 2);
+}
+
+// --- olmoe / mixture of experts ------------------------------------------------------------
+
+TEST(Moe, RouteTopKWithoutRenormalisation) {
+  // Logits log(p) give back p after softmax (the rows already sum to 1).
+  const std::vector<float> p = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.05f, 0.25f, 0.2f};
+  std::vector<float> logits;
+  for (float v : p) logits.push_back(std::log(v));
+  MoeRoute r = moe_route(Tensor::from({2, 4}, logits), 2);
+  ASSERT_EQ(r.expert.shape(), (Shape{2, 2}));
+  EXPECT_EQ(r.expert.ids()[0], 3);
+  EXPECT_EQ(r.expert.ids()[1], 2);
+  EXPECT_EQ(r.expert.ids()[2], 0);
+  EXPECT_EQ(r.expert.ids()[3], 2);
+  // The chosen probabilities as they are: 0.4 + 0.3 = 0.7, not renormalised to 4/7 and 3/7.
+  EXPECT_NEAR(r.weight.data()[0], 0.4f, 1e-6);
+  EXPECT_NEAR(r.weight.data()[1], 0.3f, 1e-6);
+  EXPECT_NEAR(r.weight.data()[2], 0.5f, 1e-6);
+  EXPECT_NEAR(r.weight.data()[3], 0.25f, 1e-6);
+}
+
+TEST(Moe, TopKTiesGoToTheLowerIndex) {
+  Tensor idx = top_k(Tensor::from({1, 5}, std::vector<float>{1, 3, 2, 3, 0}), 3);
+  EXPECT_EQ(std::vector<int32_t>(idx.ids(), idx.ids() + 3), (std::vector<int32_t>{1, 3, 2}));
+}
+
+// moe_ffn (grouped by expert, zero-copy slabs) against a dense per-token reference in double.
+TEST(Moe, FfnMatchesDenseReference) {
+  std::mt19937_64 rng(7);
+  const int64_t N = 9, D = 8, F = 6, E = 5, k = 2;
+  MoeFfnWeights w{randn({E, D}, rng), randn({E, F, D}, rng, 0.3f), randn({E, F, D}, rng, 0.3f), randn({E, D, F}, rng, 0.3f)};
+  Tensor x = randn({N, D}, rng);
+  Tensor y = moe_ffn(w, {.n_expert = E, .n_expert_used = k}, x);
+  auto at = [](const Tensor& t, int64_t i) { return double(t.data()[i]); };
+  for (int64_t n = 0; n < N; ++n) {
+    std::vector<double> p(E);
+    double z = 0;
+    for (int64_t e = 0; e < E; ++e) {
+      for (int64_t d = 0; d < D; ++d) p[size_t(e)] += at(w.ffn_gate_inp, e * D + d) * at(x, n * D + d);
+    }
+    const double mx = *std::max_element(p.begin(), p.end());
+    for (double& v : p) z += v = std::exp(v - mx);
+    for (double& v : p) v /= z;
+    std::vector<int64_t> order(E);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[size_t(a)] > p[size_t(b)]; });
+    for (int64_t d = 0; d < D; ++d) {
+      double want = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t e = order[size_t(j)];
+        double out = 0;
+        for (int64_t f = 0; f < F; ++f) {
+          double g = 0, u = 0;
+          for (int64_t i = 0; i < D; ++i) {
+            g += at(w.ffn_gate_exps, (e * F + f) * D + i) * at(x, n * D + i);
+            u += at(w.ffn_up_exps, (e * F + f) * D + i) * at(x, n * D + i);
+          }
+          out += at(w.ffn_down_exps, (e * D + d) * F + f) * g / (1 + std::exp(-g)) * u;
+        }
+        want += p[size_t(e)] * out;
+      }
+      EXPECT_NEAR(y.data()[n * D + d], want, 1e-5) << "token " << n << ", d " << d;
+    }
+  }
+}
+
+// Expert e is slab e of the stacked tensor, viewed without a copy, in every dtype of the set.
+TEST(Moe, ExpertSlabsAreZeroCopyViewsInEveryDtype) {
+  int run = 0;
+  for (const char* dt : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
+    const fs::path p = test::fixture(std::string("models/olmoe/olmoe-") + dt + ".gguf");
+    if (p.empty()) continue;
+    auto f = gguf::GgufFile::open(p.string());
+    WeightLoader loader(f);
+    for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_down_exps.weight"}) {
+      Tensor W = loader.need(name, {8, 128, 128});
+      const std::vector<float> all = W.to_vector();
+      const size_t slab_bytes = W.nbytes() / 8;
+      for (int64_t e = 0; e < 8; ++e) {
+        Tensor s = slab(W, e);
+        ASSERT_EQ(s.shape(), (Shape{128, 128}));
+        EXPECT_EQ(s.dtype(), W.dtype());
+        EXPECT_EQ(s.raw(), static_cast<const char*>(W.raw()) + e * slab_bytes) << dt << " " << name << " expert " << e;
+        const std::vector<float> v = s.to_vector();
+        ASSERT_TRUE(std::equal(v.begin(), v.end(), all.begin() + e * 128 * 128)) << dt << " " << name << " expert " << e;
+      }
+    }
+    ++run;
+  }
+  if (run == 0) GTEST_SKIP() << "olmoe fixtures not found";
+}
+
+TEST(Olmoe, MissingOrMisshapedExpertTensorIsNamed) {
+  TOY_REQUIRE_FIXTURE(path, "models/olmoe/olmoe-f32.gguf");
+  auto f = gguf::GgufFile::open(path.string());
+  auto without = [&](const std::string& skip, const std::string& out, bool misshape) {
+    gguf::GgufWriter w;
+    for (const auto& [k, v] : f->metadata()) w.set(k, v);
+    for (const gguf::TensorInfo& t : f->tensors()) {
+      if (t.name != skip) w.add_tensor(t.name, t.shape, t.dtype, f->tensor_data(t));
+      else if (misshape) w.add_tensor(t.name, {4, 256, 128}, t.dtype, f->tensor_data(t));  // same bytes, wrong shape
+    }
+    w.write(temp_path(out));
+    return temp_path(out);
+  };
+  try {
+    load(without("blk.1.ffn_up_exps.weight", "olmoe_missing.gguf", false));
+    FAIL() << "loading without an expert tensor succeeded";
+  } catch (const gguf::GgufError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing tensor 'blk.1.ffn_up_exps.weight'"), std::string::npos) << e.what();
+  }
+  try {
+    load(without("blk.0.ffn_down_exps.weight", "olmoe_misshaped.gguf", true));
+    FAIL() << "loading a mis-shaped expert tensor succeeded";
+  } catch (const gguf::GgufError& e) {
+    EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_down_exps.weight' has shape [4, 256, 128], expected [8, 128, 128]"),
+              std::string::npos) << e.what();
+  }
+}
+
+// --- gpt2 ----------------------------------------------------------------------------------
+
+TEST(Gpt2, UsesOutputWeightWhenPresent) {
+  TOY_REQUIRE_FIXTURE(path, "models/gpt2/gpt2-f32.gguf");
+  auto tied = load(path);
+  // An output.weight of 2·token_embd: the logits are linear in it, and ×2 is exact in float.
+  auto f = gguf::GgufFile::open(path.string());
+  std::vector<float> twice = f->tensor(*f->find_tensor("token_embd.weight")).to_vector();
+  for (float& v : twice) v *= 2;
+  const std::string untied = rewrite(path, "gpt2_untied.gguf", [&](gguf::GgufWriter& w) {
+    w.add_tensor("output.weight", {512, 128}, DType::F32, twice.data());
+  });
+  const std::vector<int32_t> toks = {1, 200, 300, 17};
+  const std::vector<float> a = forward_batch(*tied, toks), b = forward_batch(*load(untied), toks);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_FLOAT_EQ(b[i], 2 * a[i]) << i;
+}
+
+TEST(Gpt2, PositionsBeyondTheLearnedTableAreAnError) {
+  TOY_REQUIRE_FIXTURE(path, "models/gpt2/gpt2-f32.gguf");
+  auto model = load(path);
+  NoGrad ng;
+  const std::vector<int32_t> toks(10, 5);
+  EXPECT_THROW(model->forward(Tensor::from_ids({1, 10}, toks), Ctx{.pos0 = 250}), ShapeError);
+  EXPECT_NO_THROW(model->forward(Tensor::from_ids({1, 10}, toks), Ctx{.pos0 = 246}));
+}
+
+// --- all three: GGUF round trip through for_each_param and write_metadata -------------------
+
+TEST(Archs, SaveAndReloadGivesTheSameLogits) {
+  int run = 0;
+  for (const char* rel : {"models/gemma2/gemma2-f32.gguf", "models/gemma2softcap/gemma2softcap-q8_0.gguf",
+                          "models/olmoe/olmoe-q4_0.gguf", "models/gpt2/gpt2-bf16.gguf"}) {
+    const fs::path p = test::fixture(rel);
+    if (p.empty()) continue;
+    SCOPED_TRACE(rel);
+    auto model = load(p);
+    gguf::GgufWriter w;
+    model->write_metadata(w);
+    std::vector<std::string> names;
+    model->for_each_param([&](Tensor& t) {
+      names.push_back(t.name());
+      w.add_tensor(t.name(), t);
+    });
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << "a parameter was visited twice";
+    EXPECT_EQ(names.size(), gguf::GgufFile::open(p.string())->tensors().size());
+    const std::string out = temp_path(p.filename().string());
+    w.write(out);
+    const std::vector<int32_t> toks = {1, 33, 444, 12, 90, 91, 92, 93, 94, 95, 96, 97};
+    EXPECT_EQ(forward_batch(*model, toks), forward_batch(*load(out), toks));
+    ++run;
+  }
+  if (run == 0) GTEST_SKIP() << "fixtures not found";
+}
+
+// Training will need gradients for every parameter the walk visits (soft-caps, slabs of the
+// stacked experts, the fused QKV split and the learned positions included).
+TEST(Archs, EveryParameterGetsAGradient) {
+  int run = 0;
+  for (const char* rel : {"models/gemma2softcap/gemma2softcap-f32.gguf", "models/olmoe/olmoe-f32.gguf", "models/gpt2/gpt2-f32.gguf"}) {
+    const fs::path p = test::fixture(rel);
+    if (p.empty()) continue;
+    SCOPED_TRACE(rel);
+    auto model = load(p);
+    model->for_each_param([](Tensor& t) { t.requires_grad_(); });
+    const std::vector<int32_t> toks = {1, 33, 444, 12, 90, 91, 92, 93};
+    Tensor logits = model->forward(Tensor::from_ids({1, 8}, toks), Ctx{});
+    cross_entropy(logits.reshape({8, 512}), Tensor::from_ids({8}, std::vector<int32_t>{33, 444, 12, 90, 91, 92, 93, 5})).backward();
+    model->for_each_param([](Tensor& t) {
+      ASSERT_TRUE(t.grad().defined()) << t.name() << " got no gradient";
+      double s = 0;
+      for (float g : t.grad().to_vector()) s += std::abs(g);
+      EXPECT_GT(s, 0.0) << t.name();
+    });
+    ++run;
+  }
+  if (run == 0) GTEST_SKIP() << "fixtures not found";
+}
+
+// --- gradients of the new primitives (central differences) ----------------------------------
+
+namespace {
+
+// Checks the recorded gradient of L = Σ f(inputs) ⊙ R (R fixed, random) for every input
+// against (L(x + h) − L(x − h)) / 2h.
+void check_grad(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> in, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Tensor R;
+  {
+    NoGrad ng;
+    Tensor y = f(in);
+    R = randn(y.shape(), rng);
+  }
+  for (Tensor& t : in) t.requires_grad_();
+  sum(mul(f(in), R)).backward();
+  auto loss = [&]() {
+    NoGrad ng;
+    Tensor y = f(in);
+    double s = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) s += double(y.data()[i]) * R.data()[i];
+    return s;
+  };
+  const float h = 1e-2f;
+  for (size_t a = 0; a < in.size(); ++a) {
+    ASSERT_TRUE(in[a].grad().defined()) << "input " << a << " got no gradient";
+    for (int64_t i = 0; i < in[a].numel(); ++i) {
+      float* x = in[a].data_mut() + i;
+      const float x0 = *x;
+      *x = x0 + h;
+      const double up = loss();
+      *x = x0 - h;
+      const double down = loss();
+      *x = x0;
+      const double num = (up - down) / (2 * h), got = in[a].grad().data()[i];
+      EXPECT_NEAR(got, num, 2e-3 + 2e-2 * std::abs(num)) << "input " << a << ", element " << i;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(PrimitiveGradients, Softmax) {
+  std::mt19937_64 rng(1);
+  check_grad([](const std::vector<Tensor>& a) { return softmax(a[0]); }, {randn({3, 5}, rng)}, 11);
+}
+
+TEST(PrimitiveGradients, SlabAndNarrow) {
+  std::mt19937_64 rng(2);
+  check_grad([](const std::vector<Tensor>& a) { return slab(a[0], 1); }, {randn({3, 2, 4}, rng)}, 12);
+  check_grad([](const std::vector<Tensor>& a) { return narrow(a[0], 2, 3); }, {randn({2, 3, 6}, rng)}, 13);
+}
+
+TEST(PrimitiveGradients, GatherConcatScatterScaleRows) {
+  std::mt19937_64 rng(3);
+  const Tensor rows = Tensor::from_ids({5}, std::vector<int32_t>{2, 0, 2, 3, 0});  // repeats add up
+  check_grad([&](const std::vector<Tensor>& a) { return gather_rows(a[0], rows); }, {randn({4, 3}, rng)}, 14);
+  check_grad([&](const std::vector<Tensor>& a) { return scatter_add_rows(a[0], rows, a[1]); },
+             {randn({4, 3}, rng), randn({5, 3}, rng)}, 15);
+  check_grad([](const std::vector<Tensor>& a) { return scale_rows(a[0], a[1]); }, {randn({4, 3}, rng), randn({4}, rng)}, 16);
+  check_grad([](const std::vector<Tensor>& a) { return concat_rows({a[0], a[1]}); }, {randn({2, 3}, rng), randn({3, 3}, rng)}, 18);
+}
+
+// The whole MoE FFN is differentiable in x, the router and the stacked experts (the routing
+// choice itself is piecewise constant; random inputs keep it away from ties).
+TEST(PrimitiveGradients, MoeFfn) {
+  std::mt19937_64 rng(4);
+  const int64_t N = 4, D = 4, F = 3, E = 3;
+  check_grad(
+      [&](const std::vector<Tensor>& a) {
+        return moe_ffn({.ffn_gate_inp = a[1], .ffn_gate_exps = a[2], .ffn_up_exps = a[3], .ffn_down_exps = a[4]},
+                       {.n_expert = E, .n_expert_used = 2}, a[0]);
+      },
+      {randn({N, D}, rng), randn({E, D}, rng), randn({E, F, D}, rng), randn({E, F, D}, rng), randn({E, D, F}, rng)}, 17);
+}
