@@ -17,7 +17,13 @@ cmake --build build-asan -j "$(nproc)" --target toy_tests toy_cli
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOY_BIN="$PWD/build-asan/toy" \
   build-asan/tests/toy_tests --gtest_filter="${TOY_ASAN_FILTER:--*Train*:*Serve*:*Server*:*Bench*}" --gtest_brief=1
 
-# libFuzzer needs clang and its runtime (Debian: clang, libclang-rt-14-dev); skipped when absent.
+# libFuzzer needs clang and its runtime (Debian 12: clang, libclang-rt-14-dev): installed when
+# the archive has them, skipped otherwise.
+if ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" &&
+   apt-cache show libclang-rt-14-dev >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null || true
+fi
 fuzz_ok() {
   command -v clang++ >/dev/null || return 1
   echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > /tmp/toy_fuzz_probe.cpp
@@ -27,10 +33,12 @@ if fuzz_ok; then
   echo "== fuzz (short run) =="
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOY_BUILD_FUZZ=ON \
         -DTOY_BUILD_TESTS=OFF -DTOY_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j "$(nproc)"
-  mkdir -p build-fuzz/corpus-gguf
+  cmake --build build-fuzz -j "$(nproc)" --target $(cd fuzz && ls fuzz_*.cpp | sed "s/\.cpp//")
+  mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer
   cp "$TOY_FIXTURES"/models/smollm2/smollm2-q8_0.gguf build-fuzz/corpus-gguf/ 2>/dev/null || true
-  build-fuzz/fuzz/fuzz_gguf -max_total_time=20 -max_len=65536 build-fuzz/corpus-gguf 2>&1 | tail -2
+  cp "$TOY_FIXTURES"/tokenizer/*.inp build-fuzz/corpus-tokenizer/ 2>/dev/null || true
+  build-fuzz/fuzz/fuzz_gguf -max_total_time=15 -max_len=65536 build-fuzz/corpus-gguf 2>&1 | tail -1
+  build-fuzz/fuzz/fuzz_tokenizer -max_total_time=15 -max_len=4096 build-fuzz/corpus-tokenizer 2>&1 | tail -1
 else
   echo "== fuzz: skipped (clang with libFuzzer not available) =="
 fi

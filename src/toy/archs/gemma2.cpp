@@ -88,17 +88,8 @@ void Gemma2Model::for_each_param(const std::function<void(Tensor&)>& fn) {
 
 void Gemma2Model::write_metadata(gguf::GgufWriter& out) const {
   using gguf::Value;
-  const ModelConfig& c = hp_.c;
-  const std::string a = c.arch;
-  out.set("general.architecture", Value::of_string(a));
-  out.set(a + ".context_length", Value::of_u32(uint32_t(c.n_ctx)));
-  out.set(a + ".embedding_length", Value::of_u32(uint32_t(c.d_model)));
-  out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
-  out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
-  out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
-  out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
-  out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
-  out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));
+  const std::string& a = hp_.c.arch;
+  write_config(out, hp_.c, {.head_size = true});
   out.set(a + ".attention.layer_norm_rms_epsilon", Value::of_f32(hp_.rms_eps));
   out.set(a + ".rope.freq_base", Value::of_f32(hp_.global.rope.base));
   out.set(a + ".rope.dimension_count", Value::of_u32(uint32_t(hp_.global.rope.n_rot)));

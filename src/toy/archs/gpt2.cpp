@@ -31,21 +31,8 @@ Tensor Gpt2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
 
 Gpt2Hparams gpt2_hparams(const WeightLoader& f) {
   Gpt2Hparams hp;
-  ModelConfig& c = hp.c;
-  c.arch = f.file().architecture();
-  c.d_model = f.hp_int("embedding_length");
-  c.n_layer = f.hp_int("block_count");
-  c.d_ff = f.hp_int("feed_forward_length");
-  c.n_head = f.hp_int("attention.head_count");
-  c.n_kv_head = f.hp_int("attention.head_count_kv", c.n_head);
-  c.n_ctx = f.hp_int("context_length");
-  c.d_head = f.hp_int("attention.key_length", c.n_head > 0 ? c.d_model / c.n_head : 0);
-  const gguf::TensorInfo* embd = f.file().find_tensor("token_embd.weight");
-  if (!embd || embd->shape.size() != 2) throw gguf::GgufError(f.file().path() + ": missing tensor 'token_embd.weight'");
-  c.n_vocab = embd->shape[0];
-  check_config(f.file(), c);
-  if (f.hp_int("attention.value_length", c.d_head) != c.d_head)
-    throw gguf::GgufError(f.file().path() + ": attention.value_length differs from key_length (not supported)");
+  hp.c = read_config(f);
+  const ModelConfig& c = hp.c;
   hp.ln_eps = f.hp_float("attention.layer_norm_epsilon");
   hp.attn.n_head = c.n_head;
   hp.attn.n_kv_head = c.n_kv_head;
@@ -97,21 +84,8 @@ void Gpt2Model::for_each_param(const std::function<void(Tensor&)>& fn) {
 }
 
 void Gpt2Model::write_metadata(gguf::GgufWriter& out) const {
-  using gguf::Value;
-  const ModelConfig& c = hp_.c;
-  const std::string a = c.arch;
-  out.set("general.architecture", Value::of_string(a));
-  out.set(a + ".context_length", Value::of_u32(uint32_t(c.n_ctx)));
-  out.set(a + ".embedding_length", Value::of_u32(uint32_t(c.d_model)));
-  out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
-  out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
-  out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
-  if (c.n_kv_head != c.n_head) out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
-  if (c.d_head * c.n_head != c.d_model) {
-    out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
-    out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));
-  }
-  out.set(a + ".attention.layer_norm_epsilon", Value::of_f32(hp_.ln_eps));
+  write_config(out, hp_.c, {.kv_heads = false});  // GPT-2 files have no head_count_kv
+  out.set(hp_.c.arch + ".attention.layer_norm_epsilon", gguf::Value::of_f32(hp_.ln_eps));
 }
 
 std::unique_ptr<Model> load_gpt2(const WeightLoader& f) {

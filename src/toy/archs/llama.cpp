@@ -40,21 +40,8 @@ void LlamaModel::for_each_param(const std::function<void(Tensor&)>& fn) {
 
 LlamaHparams llama_family_hparams(const WeightLoader& f, RopeMode mode) {
   LlamaHparams hp;
-  ModelConfig& c = hp.c;
-  c.arch = f.file().architecture();
-  c.d_model = f.hp_int("embedding_length");
-  c.n_layer = f.hp_int("block_count");
-  c.d_ff = f.hp_int("feed_forward_length");
-  c.n_head = f.hp_int("attention.head_count");
-  c.n_kv_head = f.hp_int("attention.head_count_kv", c.n_head);
-  c.n_ctx = f.hp_int("context_length");
-  c.d_head = f.hp_int("attention.key_length", c.n_head > 0 ? c.d_model / c.n_head : 0);
-  const gguf::TensorInfo* embd = f.file().find_tensor("token_embd.weight");
-  if (!embd || embd->shape.size() != 2) throw gguf::GgufError(f.file().path() + ": missing tensor 'token_embd.weight'");
-  c.n_vocab = embd->shape[0];
-  check_config(f.file(), c);
-  if (f.hp_int("attention.value_length", c.d_head) != c.d_head)
-    throw gguf::GgufError(f.file().path() + ": attention.value_length differs from key_length (not supported)");
+  hp.c = read_config(f);
+  const ModelConfig& c = hp.c;
   hp.rms_eps = f.hp_float("attention.layer_norm_rms_epsilon");
   hp.attn.n_head = c.n_head;
   hp.attn.n_kv_head = c.n_kv_head;
@@ -134,23 +121,12 @@ LlamaWeights LlamaModel::random_weights(const LlamaHparams& hp, bool tied, uint6
 
 void LlamaModel::write_metadata(gguf::GgufWriter& out) const {
   using gguf::Value;
-  const ModelConfig& c = hp_.c;
-  const std::string a = c.arch;
-  out.set("general.architecture", Value::of_string(a));
-  out.set(a + ".context_length", Value::of_u32(uint32_t(c.n_ctx)));
-  out.set(a + ".embedding_length", Value::of_u32(uint32_t(c.d_model)));
-  out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
-  out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
-  out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
-  out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
+  const std::string& a = hp_.c.arch;
+  write_config(out, hp_.c);
   out.set(a + ".attention.layer_norm_rms_epsilon", Value::of_f32(hp_.rms_eps));
   out.set(a + ".rope.freq_base", Value::of_f32(hp_.attn.rope.base));
   out.set(a + ".rope.dimension_count", Value::of_u32(uint32_t(hp_.attn.rope.n_rot)));
-  if (c.d_head * c.n_head != c.d_model) {
-    out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
-    out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));
-  }
-  out.set(a + ".vocab_size", Value::of_u32(uint32_t(c.n_vocab)));
+  out.set(a + ".vocab_size", Value::of_u32(uint32_t(hp_.c.n_vocab)));
 }
 
 std::unique_ptr<Model> load_llama(const WeightLoader& f) {

@@ -46,6 +46,41 @@ void check_config(const gguf::GgufFile& f, const ModelConfig& c) {
   if (c.n_vocab <= 0 || c.n_vocab > kMax) bad("vocabulary size " + std::to_string(c.n_vocab) + " out of range");
 }
 
+ModelConfig read_config(const WeightLoader& f) {
+  ModelConfig c;
+  c.arch = f.file().architecture();
+  c.d_model = f.hp_int("embedding_length");
+  c.n_layer = f.hp_int("block_count");
+  c.d_ff = f.hp_int("feed_forward_length");
+  c.n_head = f.hp_int("attention.head_count");
+  c.n_kv_head = f.hp_int("attention.head_count_kv", c.n_head);
+  c.n_ctx = f.hp_int("context_length");
+  c.d_head = f.hp_int("attention.key_length", c.n_head > 0 ? c.d_model / c.n_head : 0);
+  const gguf::TensorInfo* embd = f.file().find_tensor("token_embd.weight");
+  if (!embd || embd->shape.size() != 2) throw GgufError(f.file().path() + ": missing tensor 'token_embd.weight'");
+  c.n_vocab = embd->shape[0];
+  check_config(f.file(), c);
+  if (f.hp_int("attention.value_length", c.d_head) != c.d_head)
+    throw GgufError(f.file().path() + ": attention.value_length differs from key_length (not supported)");
+  return c;
+}
+
+void write_config(gguf::GgufWriter& out, const ModelConfig& c, ConfigKeys keys) {
+  using gguf::Value;
+  const std::string& a = c.arch;
+  out.set("general.architecture", Value::of_string(a));
+  out.set(a + ".context_length", Value::of_u32(uint32_t(c.n_ctx)));
+  out.set(a + ".embedding_length", Value::of_u32(uint32_t(c.d_model)));
+  out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
+  out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
+  out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
+  if (keys.kv_heads || c.n_kv_head != c.n_head) out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
+  if (keys.head_size || c.d_head * c.n_head != c.d_model) {
+    out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
+    out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));
+  }
+}
+
 std::unique_ptr<Model> load_model(std::shared_ptr<const gguf::GgufFile> f) {
   const std::string arch = f->architecture();
   std::string names;

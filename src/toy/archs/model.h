@@ -75,4 +75,18 @@ std::unique_ptr<Model> load_model(std::shared_ptr<const gguf::GgufFile> f);
 // Validates hyper-parameters shared by all architectures; throws GgufError naming the key.
 void check_config(const gguf::GgufFile& f, const ModelConfig& c);
 
+// The sizes every architecture reads the same way: `<arch>.embedding_length`, block_count,
+// feed_forward_length, attention.head_count(_kv), context_length, attention.key_length
+// (default d_model / n_head; value_length must equal it) and n_vocab = rows of token_embd.
+// Validated with check_config.
+ModelConfig read_config(const WeightLoader& f);
+// Writes general.architecture and those keys back. Which optional keys a converter writes
+// differs per architecture: key/value_length only when they differ from the default unless
+// `head_size`; head_count_kv always unless `kv_heads` is false (then only when ≠ n_head).
+struct ConfigKeys {
+  bool head_size = false;
+  bool kv_heads = true;
+};
+void write_config(gguf::GgufWriter& w, const ModelConfig& c, ConfigKeys keys = {});
+
 }  // namespace toy

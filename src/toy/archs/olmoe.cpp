@@ -77,22 +77,11 @@ void OlmoeModel::for_each_param(const std::function<void(Tensor&)>& fn) {
 
 void OlmoeModel::write_metadata(gguf::GgufWriter& out) const {
   using gguf::Value;
-  const ModelConfig& c = hp_.c;
-  const std::string a = c.arch;
-  out.set("general.architecture", Value::of_string(a));
-  out.set(a + ".context_length", Value::of_u32(uint32_t(c.n_ctx)));
-  out.set(a + ".embedding_length", Value::of_u32(uint32_t(c.d_model)));
-  out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
-  out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
-  out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
-  out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
+  const std::string& a = hp_.c.arch;
+  write_config(out, hp_.c);
   out.set(a + ".attention.layer_norm_rms_epsilon", Value::of_f32(hp_.rms_eps));
   out.set(a + ".rope.freq_base", Value::of_f32(hp_.attn.rope.base));
   out.set(a + ".rope.dimension_count", Value::of_u32(uint32_t(hp_.attn.rope.n_rot)));
-  if (c.d_head * c.n_head != c.d_model) {
-    out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
-    out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));
-  }
   out.set(a + ".expert_count", Value::of_u32(uint32_t(hp_.moe.n_expert)));
   out.set(a + ".expert_used_count", Value::of_u32(uint32_t(hp_.moe.n_expert_used)));
 }
