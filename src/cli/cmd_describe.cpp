@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "toy/io/card.h"
 #include "toy/io/gguf.h"
 
 namespace toy::cli {
@@ -64,9 +65,30 @@ uint64_t parameter_count(const GgufFile& f) {
   return n;
 }
 
+// An algorithm card (Markdown) given as MODEL: its configuration, or the card re-rendered.
+int describe_card(const std::string& path, const Args& a) {
+  try {
+    const card::Card c = card::load(path);
+    std::cout << (a.flag("json") ? card::to_json(c).dump(2) + "\n" : card::render(c));
+  } catch (const card::CardError& e) {
+    throw InputError(e.what());
+  }
+  return kOk;
+}
+
 int run(const Args& a) {
   const std::string path = *a.positional(0);
+  if (card::is_card_file(path)) return describe_card(path, a);
   auto f = GgufFile::open(path);
+  if (a.flag("card")) {  // with --json: the configuration the card holds
+    try {
+      const card::Card c = card::from_gguf(*f);
+      std::cout << (a.flag("json") ? card::to_json(c).dump(2) + "\n" : card::render(c));
+    } catch (const card::CardError& e) {
+      throw InputError(e.what());
+    }
+    return kOk;
+  }
   const std::string arch = f->architecture();
   const TokenizerSummary tok = tokenizer_summary(*f);
 
@@ -134,10 +156,12 @@ int run(const Args& a) {
 Registrar reg({
     .name = "describe",
     .summary = "show what a GGUF file holds: architecture, hyper-parameters, tokenizer, tensors",
-    .positionals = {{"MODEL", "a GGUF file"}},
-    .flags = {{"json", FlagType::Bool, "", "print one JSON object instead of text"}},
+    .positionals = {{"MODEL", "a GGUF file, or an algorithm card (CARD.md)"}},
+    .flags = {{"json", FlagType::Bool, "", "print one JSON object instead of text"},
+              {"card", FlagType::Bool, "", "print the model's algorithm card: formal pseudocode with this file's hyper-parameters (Markdown)"}},
     .run = run,
-    .details = "example: toy describe models/toy-stories.gguf --json",
+    .details = "examples:\n  toy describe models/toy-stories.gguf --json\n  toy describe model.gguf --card > CARD.md\n"
+               "  toy describe CARD.md --json      the configuration a card describes",
 });
 
 }  // namespace

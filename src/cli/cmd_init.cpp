@@ -9,6 +9,7 @@
 
 #include "cli/common.h"
 #include "toy/archs/llama.h"
+#include "toy/io/card.h"
 #include "toy/tensor/quant.h"
 
 namespace toy::cli {
@@ -69,7 +70,22 @@ uint32_t file_type(DType t) {
   return it == m.end() ? 0 : it->second;
 }
 
+// `--card CARD.md`: the model an algorithm card describes (toy describe MODEL --card).
+int run_card(const Args& a) {
+  if (a.has("preset")) throw UsageError("give --preset or --card, not both");
+  const std::string out = a.str("output");
+  if (out.empty()) throw UsageError("give -o FILE");
+  try {
+    card::write_model(card::load(a.str("card")), out, uint64_t(a.integer("seed")));
+  } catch (const card::CardError& e) {
+    throw InputError(e.what());
+  }
+  std::fprintf(stderr, "init: wrote %s\n", out.c_str());
+  return kOk;
+}
+
 int run(const Args& a) {
+  if (a.has("card")) return run_card(a);
   const std::string preset_name = a.str("preset");
   const Preset* preset = nullptr;
   std::string names;
@@ -77,7 +93,7 @@ int run(const Args& a) {
     if (preset_name == p.name) preset = &p;
     names += (names.empty() ? "" : ", ") + std::string(p.name);
   }
-  if (preset_name.empty()) throw UsageError("give --preset (" + names + ")");
+  if (preset_name.empty()) throw UsageError("give --preset (" + names + ") or --card CARD.md");
   if (!preset) throw UsageError("unknown preset '" + preset_name + "' (known: " + names + ")");
   const auto dtype = dtype_from_name(a.str("dtype"));
   if (!dtype || !can_quantize(*dtype))
@@ -125,10 +141,11 @@ int run(const Args& a) {
 
 Registrar reg({
     .name = "init",
-    .summary = "write a random-weight GGUF with the exact shapes of a real model",
+    .summary = "write a random-weight GGUF with the exact shapes of a real model (a preset or an algorithm card)",
     .positionals = {},
     .flags = {{"preset", FlagType::String, "", "smollm2-135m, qwen2.5-0.5b or tinyllama-1.1b"},
               {"dtype", FlagType::String, "F32", "weight dtype: F32, F16, BF16, Q8_0, Q4_0 (and K-quants where supported)"},
+              {"card", FlagType::Path, "", "build the model an algorithm card describes (toy describe MODEL --card); F32, random weights"},
               {"output", FlagType::Path, "", "output GGUF file", 'o'},
               {"seed", FlagType::Int, "0", "random seed for the weights"}},
     .run = run,

@@ -1,0 +1,25 @@
+// cli/new_templates.h — the files `toy new` writes (the texts are in new_templates.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace toy::cli {
+
+struct TemplateFile {
+  std::string path;  // relative to the project directory
+  std::string text;  // with @NAME@, @IDENT@, @VERSION@, @PREFIX@ still in it
+};
+
+// An experiment: CMakeLists.txt, main.cpp (build a model, train it on data/corpus.txt),
+// config.json, data/corpus.txt, README.md, .gitignore.
+const std::vector<TemplateFile>& experiment_template();
+
+// A library depending on toy: CMakeLists.txt, include/NAME/NAME.h, src/NAME.cpp (a primitive
+// with its gradient), tests/check.cpp, README.md, .gitignore.
+const std::vector<TemplateFile>& library_template();
+
+// Where `toy install` installs by default and generated READMEs point: $HOME/.local.
+std::string default_install_prefix();
+
+}  // namespace toy::cli

@@ -1,0 +1,454 @@
+// io/hub_download.cpp — one file from the Hugging Face hub into the shared cache layout (libcurl).
+//
+// The protocol is the one huggingface_hub's hf_hub_download speaks:
+//   1. HEAD {endpoint}/{repo}/resolve/{revision}/{file}, not following absolute redirects (an LFS
+//      file answers 302 to a CDN, and the facts are on that first answer): X-Repo-Commit is the
+//      commit, X-Linked-Etag (LFS: the sha256 of the bytes) or ETag names the blob, X-Linked-Size or
+//      Content-Length is its size.
+//   2. GET the same URL, following redirects, into blobs/<etag>.incomplete; an existing
+//      .incomplete is resumed with "Range: bytes=<have>-", and a dropped connection is retried
+//      the same way.
+//   3. Check the size, and the sha256 when the etag is one; then rename the blob into place,
+//      link snapshots/<commit>/<file> -> ../../blobs/<etag>, and write refs/<revision>.
+// Every step that changes the cache is a rename, so a reader never sees a partial file.
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "toy/io/hub.h"
+
+namespace toy::hub {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return s.substr(i);
+}
+
+// Percent-encodes everything but unreserved characters (and '/' when keep_slash).
+std::string quote(const std::string& s, bool keep_slash) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string r;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) r += char(c);
+    else { r += '%'; r += hex[c >> 4]; r += hex[c & 15]; }
+  }
+  return r;
+}
+
+bool is_sha256(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c)); });
+}
+
+std::string human(double b) {
+  char buf[32];
+  if (b >= 1 << 30) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
+  else if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+
+struct CurlHandle {
+  CURL* h;
+  curl_slist* headers = nullptr;
+  CurlHandle() : h(curl_easy_init()) {
+    if (!h) throw HubError(HubError::Local, "libcurl could not be initialised");
+  }
+  ~CurlHandle() {
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(h);
+  }
+  void header(const std::string& line) { headers = curl_slist_append(headers, line.c_str()); }
+};
+
+struct Response {
+  long status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names, of the last response
+  std::string body;                            // error bodies only (kept short)
+  std::string get(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* r = static_cast<Response*>(user);
+  const std::string line(data, size * n);
+  if (line.rfind("HTTP/", 0) == 0) r->headers.clear();  // a new response (after a redirect)
+  else if (auto colon = line.find(':'); colon != std::string::npos)
+    r->headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
+  return size * n;
+}
+
+void common_options(CurlHandle& c, const std::string& url, const FetchOptions& o, const std::string& token, Response& r) {
+  curl_easy_setopt(c.h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c.h, CURLOPT_USERAGENT, "toy/" TOY_VERSION);
+  curl_easy_setopt(c.h, CURLOPT_CONNECTTIMEOUT, o.connect_timeout_s);
+  // A stalled transfer (no byte for 30 s) counts as dropped, and is resumed.
+  curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c.h, CURLOPT_LOW_SPEED_TIME, 30L);
+  curl_easy_setopt(c.h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c.h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c.h, CURLOPT_HEADERDATA, &r);
+  c.header("Accept-Encoding: identity");  // the hub's sizes and hashes are of the raw bytes
+  // libcurl drops this header when a redirect leaves the host, so the CDN never sees the token.
+  if (!token.empty()) c.header("Authorization: Bearer " + token);
+}
+
+HubError transport_error(CURLcode rc, const std::string& url) {
+  return HubError(HubError::Network, url + ": " + curl_easy_strerror(rc));
+}
+
+// Turns an HTTP error status into the message the user needs.
+[[noreturn]] void throw_status(const Response& r, const std::string& repo, const std::string& file, const std::string& rev,
+                               const std::string& url, bool have_token) {
+  std::string detail = r.get("x-error-message");
+  const std::string code = r.get("x-error-code");
+  if (detail.empty() && !r.body.empty() && r.body.size() < 300) detail = trim(r.body);
+  const std::string suffix = detail.empty() ? "" : " (" + detail + ")";
+  if (r.status == 401 || r.status == 403) {
+    std::string msg = "HTTP " + std::to_string(r.status) + ": not authorized to download " + file + " from " + repo + suffix + "; ";
+    msg += have_token ? "the token in HF_TOKEN has no access to this repository (is it gated? accept its terms on the hub)"
+                      : "the repository may be gated, private or missing: set HF_TOKEN to an access token (https://huggingface.co/settings/tokens)";
+    throw HubError(HubError::Unauthorized, msg);
+  }
+  if (r.status == 404) {
+    std::string what = code == "RepoNotFound"       ? "repository " + repo + " not found"
+                       : code == "RevisionNotFound" ? "revision '" + rev + "' not found in " + repo
+                                                    : file + " not found in " + repo + " at revision '" + rev + "'";
+    throw HubError(HubError::NotFound, what + suffix + " (" + url + ")");
+  }
+  throw HubError(HubError::Network, url + ": HTTP " + std::to_string(r.status) + suffix);
+}
+
+// --- the metadata request -----------------------------------------------------------------
+
+struct Meta {
+  std::string commit, etag;
+  int64_t size = -1;
+};
+
+Meta head(const std::string& url0, const FetchOptions& o, const std::string& token, const std::string& repo,
+          const std::string& file, const std::string& rev) {
+  std::string url = url0;
+  for (int hop = 0; hop < 6; ++hop) {
+    CurlHandle c;
+    Response r;
+    common_options(c, url, o, token, r);
+    curl_easy_setopt(c.h, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(c.h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
+    if (CURLcode rc = curl_easy_perform(c.h); rc != CURLE_OK) throw transport_error(rc, url);
+    curl_easy_getinfo(c.h, CURLINFO_RESPONSE_CODE, &r.status);
+    if (r.status >= 400) throw_status(r, repo, file, rev, url, !token.empty());
+    // A redirect that carries the file's facts (LFS -> CDN) is the answer; one without them
+    // (a renamed repository) is followed.
+    if (r.status >= 300 && r.status < 400 && r.get("x-repo-commit").empty()) {
+      char* next = nullptr;
+      curl_easy_getinfo(c.h, CURLINFO_REDIRECT_URL, &next);
+      if (!next) throw HubError(HubError::Network, url + ": HTTP " + std::to_string(r.status) + " without a Location");
+      url = next;
+      continue;
+    }
+    Meta m;
+    m.commit = r.get("x-repo-commit");
+    m.etag = r.get("x-linked-etag").empty() ? r.get("etag") : r.get("x-linked-etag");
+    if (m.etag.rfind("W/", 0) == 0) m.etag = m.etag.substr(2);
+    m.etag.erase(std::remove(m.etag.begin(), m.etag.end(), '"'), m.etag.end());
+    const std::string size = r.get("x-linked-size").empty() ? (r.status == 200 ? r.get("content-length") : "") : r.get("x-linked-size");
+    if (!size.empty()) m.size = std::atoll(size.c_str());
+    if (m.commit.empty())
+      throw HubError(HubError::Network, url + ": the server sent no X-Repo-Commit header (is HF_ENDPOINT a Hugging Face hub?)");
+    if (m.etag.empty()) throw HubError(HubError::Network, url + ": the server sent no ETag for the file");
+    if (m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
+      throw HubError(HubError::Network, url + ": unusable ETag '" + m.etag + "'");
+    return m;
+  }
+  throw HubError(HubError::Network, url0 + ": too many redirects");
+}
+
+// --- the body -----------------------------------------------------------------------------
+
+struct Transfer {
+  std::FILE* out = nullptr;
+  std::string path;         // the .incomplete file
+  CURL* h = nullptr;
+  Response* r = nullptr;
+  uint64_t have = 0;        // bytes in the file (and hashed)
+  Sha256 hash;
+  bool started = false;
+  bool restarted = false;   // the server ignored Range and sent everything
+  // progress
+  bool progress = false;
+  std::string label;
+  int64_t total = -1;
+  std::chrono::steady_clock::time_point t0, last_draw;
+  uint64_t at_start = 0;
+};
+
+// Empties the .incomplete file (the server ignored our Range, or the file changed upstream).
+void start_over(Transfer& t) {
+  std::fflush(t.out);
+  if (::ftruncate(::fileno(t.out), 0) != 0) throw HubError(HubError::Local, t.path + ": cannot truncate");
+  t.have = 0;
+  t.hash = Sha256();
+}
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t bytes = size * n;
+  if (!t->started) {
+    t->started = true;
+    curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &t->r->status);
+    if (t->r->status == 200 && t->have > 0) {  // the server ignored Range: take the whole body
+      start_over(*t);
+      t->restarted = true;
+    }
+  }
+  if (t->r->status >= 300) {  // keep a little of an error body for the message
+    if (t->r->body.size() < 4096) t->r->body.append(data, std::min<size_t>(bytes, 4096));
+    return bytes;
+  }
+  if (!t->out || std::fwrite(data, 1, bytes, t->out) != bytes) return 0;  // aborts: CURLE_WRITE_ERROR
+  t->hash.update(data, bytes);
+  t->have += bytes;
+  return bytes;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  if (!t->progress) return 0;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - t->last_draw < std::chrono::milliseconds(100)) return 0;
+  t->last_draw = now;
+  const double secs = std::chrono::duration<double>(now - t->t0).count();
+  const double rate = secs > 0 ? double(t->have - t->at_start) / secs : 0;
+  char line[160];
+  if (t->total > 0) {
+    const double frac = std::min(1.0, double(t->have) / double(t->total));
+    const int w = 28, fill = int(frac * w);
+    std::string bar = std::string(size_t(fill), '=') + (fill < w ? ">" : "") + std::string(size_t(std::max(0, w - fill - 1)), ' ');
+    std::snprintf(line, sizeof line, "\r%-24.24s %3d%% [%s] %s / %s  %s/s   ", t->label.c_str(), int(frac * 100), bar.c_str(),
+                  human(double(t->have)).c_str(), human(double(t->total)).c_str(), human(rate).c_str());
+  } else {
+    std::snprintf(line, sizeof line, "\r%-24.24s %s  %s/s   ", t->label.c_str(), human(double(t->have)).c_str(), human(rate).c_str());
+  }
+  std::fputs(line, stderr);
+  std::fflush(stderr);
+  return 0;
+}
+
+// Whether a failed attempt is worth resuming (the connection broke after it was made).
+bool resumable(CURLcode rc) {
+  return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_OPERATION_TIMEDOUT ||
+         rc == CURLE_SEND_ERROR || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
+}
+
+void download(const std::string& url, const FetchOptions& o, const std::string& token, const std::string& incomplete, const Meta& m,
+              const std::string& repo, const std::string& file, FetchResult& res) {
+  Transfer t;
+  t.path = incomplete;
+  t.progress = o.progress;
+  t.label = fs::path(file).filename().string();
+  t.total = m.size;
+  // Bytes of an earlier attempt count towards the hash.
+  {
+    std::error_code ec;
+    if (fs::exists(incomplete, ec)) {
+      std::ifstream in(incomplete, std::ios::binary);
+      std::vector<char> buf(1 << 20);
+      while (in) {
+        in.read(buf.data(), std::streamsize(buf.size()));
+        t.hash.update(buf.data(), size_t(in.gcount()));
+        t.have += uint64_t(in.gcount());
+      }
+      res.resumed = t.have > 0;
+    }
+  }
+  t.out = std::fopen(incomplete.c_str(), "ab");
+  if (!t.out) throw HubError(HubError::Local, incomplete + ": cannot write (" + std::strerror(errno) + ")");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(t.out, std::fclose);
+
+  for (int attempt = 0;; ++attempt) {
+    if (m.size >= 0 && t.have == uint64_t(m.size)) break;  // an earlier run got everything
+    if (m.size >= 0 && t.have > uint64_t(m.size)) start_over(t);  // stale leftovers
+    CurlHandle c;
+    Response r;
+    t.h = c.h;
+    t.r = &r;
+    t.started = false;
+    t.t0 = t.last_draw = std::chrono::steady_clock::now();
+    t.at_start = t.have;
+    common_options(c, url, o, token, r);
+    if (t.have > 0) c.header("Range: bytes=" + std::to_string(t.have) + "-");
+    curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
+    curl_easy_setopt(c.h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c.h, CURLOPT_MAXREDIRS, 10L);
+    curl_easy_setopt(c.h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c.h, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(c.h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c.h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c.h, CURLOPT_XFERINFODATA, &t);
+    const CURLcode rc = curl_easy_perform(c.h);
+    std::fflush(t.out);
+    if (t.progress) {  // the final state, then keep it on screen
+      t.last_draw = {};
+      on_progress(&t, 0, 0, 0, 0);
+      std::fputs("\n", stderr);
+    }
+    curl_easy_getinfo(c.h, CURLINFO_RESPONSE_CODE, &r.status);
+    if (rc == CURLE_OK && r.status == 416 && t.have > 0 && attempt < o.retries) {  // past the end: the file changed
+      start_over(t);
+      continue;
+    }
+    if (rc == CURLE_OK && r.status >= 400) throw_status(r, repo, file, o.revision, url, !token.empty());
+    if (rc == CURLE_OK) break;
+    if (rc == CURLE_WRITE_ERROR) throw HubError(HubError::Local, incomplete + ": write failed (disk full?)");
+    if (!resumable(rc) || attempt >= o.retries)
+      throw HubError(HubError::Network, url + ": " + curl_easy_strerror(rc) + " after " + std::to_string(t.have) +
+                                            (m.size >= 0 ? " of " + std::to_string(m.size) : "") +
+                                            " bytes; run the same command again to resume");
+  }
+  if (t.restarted) res.resumed = false;
+  if (m.size >= 0 && t.have != uint64_t(m.size)) {
+    fs::remove(incomplete);
+    throw HubError(HubError::Checksum, file + ": received " + std::to_string(t.have) + " bytes, the hub announced " +
+                                           std::to_string(m.size) + "; the partial file was removed");
+  }
+  if (is_sha256(m.etag)) {
+    const std::string got = t.hash.hex();
+    if (got != m.etag) {
+      fs::remove(incomplete);
+      throw HubError(HubError::Checksum, file + ": sha256 mismatch: expected " + m.etag + ", got " + got + "; the file was not kept");
+    }
+    res.verified_sha256 = true;
+  }
+  res.bytes = t.have;
+}
+
+void write_atomically(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw HubError(HubError::Local, tmp.string() + ": cannot write");
+  }
+  fs::rename(tmp, p);
+}
+
+// snapshots/<commit>/<file> -> relative link to blobs/<etag> (a copy where links are refused).
+void link_snapshot(const fs::path& blob, const fs::path& pointer) {
+  fs::create_directories(pointer.parent_path());
+  const fs::path target = blob.lexically_relative(pointer.parent_path());
+  const fs::path tmp = pointer.string() + ".tmp-link." + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_symlink(target, tmp, ec);
+  if (ec) fs::copy_file(blob, tmp, fs::copy_options::overwrite_existing);
+  fs::rename(tmp, pointer);
+}
+
+}  // namespace
+
+std::string repo_folder(const std::string& repo) {
+  const bool ok = !repo.empty() && repo.size() < 200 && repo.front() != '/' && repo.back() != '/' &&
+                  std::count(repo.begin(), repo.end(), '/') <= 1 && repo.find("..") == std::string::npos &&
+                  repo.find("--") == std::string::npos &&
+                  std::all_of(repo.begin(), repo.end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/'; });
+  if (!ok) throw HubError(HubError::Local, "'" + repo + "' is not a repository id (expected ORG/NAME, e.g. HuggingFaceTB/SmolLM2-135M-Instruct-GGUF)");
+  std::string f = "models--" + repo;
+  if (auto k = f.find('/'); k != std::string::npos) f.replace(k, 1, "--");
+  return f;
+}
+
+FetchResult fetch(const std::string& repo, const std::string& file, const FetchOptions& o) {
+  const fs::path storage = fs::path(o.cache_dir.empty() ? hf_hub_cache() : o.cache_dir) / repo_folder(repo);
+  for (const auto& part : fs::path(file))
+    if (file.empty() || part == ".." || part == "." || fs::path(file).is_absolute())
+      throw HubError(HubError::Local, "'" + file + "' is not a file path inside a repository");
+  if (o.revision.empty() || o.revision.find("..") != std::string::npos)
+    throw HubError(HubError::Local, "'" + o.revision + "' is not a revision");
+  std::string endpoint = o.endpoint.empty() ? env("HF_ENDPOINT") : o.endpoint;
+  if (endpoint.empty()) endpoint = "https://huggingface.co";
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  std::string token = o.token.empty() ? env("HF_TOKEN") : o.token;
+  if (token.empty()) token = env("HUGGING_FACE_HUB_TOKEN");
+  const std::string url = endpoint + "/" + repo + "/resolve/" + quote(o.revision, false) + "/" + quote(file, true);
+
+  static const bool curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  if (!curl_ready) throw HubError(HubError::Local, "libcurl could not be initialised");
+
+  Meta m;
+  try {
+    m = head(url, o, token, repo, file, o.revision);
+  } catch (const HubError& e) {
+    // Offline, but this revision was fetched before: use the cached copy, as huggingface_hub does.
+    std::ifstream ref(storage / "refs" / o.revision);
+    std::string commit;
+    if (e.kind == HubError::Network && ref >> commit) {
+      const fs::path pointer = storage / "snapshots" / commit / file;
+      if (fs::exists(pointer)) {
+        FetchResult r;
+        r.path = pointer.string();
+        r.blob = fs::canonical(pointer).string();
+        r.commit = commit;
+        r.bytes = fs::file_size(pointer);
+        r.already_cached = true;
+        return r;
+      }
+    }
+    throw;
+  }
+
+  FetchResult res;
+  res.commit = m.commit;
+  res.etag = m.etag;
+  const fs::path blob = storage / "blobs" / m.etag;
+  const fs::path pointer = storage / "snapshots" / m.commit / file;
+  res.blob = blob.string();
+  res.path = pointer.string();
+  fs::create_directories(blob.parent_path());
+
+  std::error_code ec;
+  if (fs::is_regular_file(blob, ec) && (m.size < 0 || fs::file_size(blob) == uint64_t(m.size))) {
+    res.already_cached = true;
+    res.bytes = fs::file_size(blob);
+  } else {
+    const std::string incomplete = blob.string() + ".incomplete";
+    download(url, o, token, incomplete, m, repo, file, res);
+    fs::rename(incomplete, blob);
+  }
+  link_snapshot(blob, pointer);
+  if (o.revision != m.commit) {
+    fs::create_directories(storage / "refs" / fs::path(o.revision).parent_path());
+    write_atomically(storage / "refs" / o.revision, m.commit);
+  }
+  return res;
+}
+
+}  // namespace toy::hub

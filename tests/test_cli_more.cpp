@@ -1,0 +1,239 @@
+// tests/test_cli_more.cpp — the CLI as a whole: every command is listed and documented, the
+// manifest is the parser's own tables, docs/cli.md matches the manifest, and every exit code
+// (0, 1, 2, 3, 4, 130) is produced where docs/cli.md says.
+//
+// docs/cli.md's command reference is generated from `toy --manifest` by this test:
+//   TOY_UPDATE_DOCS=1 ./build/tests/toy_tests --gtest_filter='CliDocs.*'
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fixtures.h"
+
+using json = nlohmann::json;
+using toy::test::read_text;
+using toy::test::run_toy;
+namespace fs = std::filesystem;
+
+namespace {
+
+json manifest() {
+  auto r = run_toy("--manifest");
+  EXPECT_EQ(r.code, 0);
+  return json::parse(r.out);
+}
+
+std::string flag_default(const json& f) { return f["default"].get<std::string>(); }
+
+// --- docs/cli.md: the generated command reference and a parser for it ------------------------
+
+const char* kBegin = "<!-- BEGIN GENERATED FROM `toy --manifest` (see tests/test_cli_more.cpp) -->";
+const char* kEnd = "<!-- END GENERATED -->";
+
+std::string cell(std::string s) {
+  for (size_t at = 0; (at = s.find('|', at)) != std::string::npos; at += 2) s.replace(at, 1, "\\|");
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
+std::string reference(const json& m) {
+  std::string s = std::string(kBegin) + "\n";
+  for (const auto& c : m["commands"]) {
+    const std::string name = c["name"];
+    s += "\n### `toy " + name + "`\n\n" + cell(c["summary"]) + "\n\n    toy " + name;
+    for (const auto& p : c["positionals"]) s += p["required"].get<bool>() ? " " + p["name"].get<std::string>() : " [" + p["name"].get<std::string>() + "]";
+    s += " [options]\n\n";
+    if (!c["positionals"].empty()) {
+      s += "| argument | description |\n|---|---|\n";
+      for (const auto& p : c["positionals"])
+        s += "| `" + p["name"].get<std::string>() + "` | " + cell(p["help"]) + (p["required"].get<bool>() ? "" : " (optional)") + " |\n";
+      s += "\n";
+    }
+    s += "| option | type | default | description |\n|---|---|---|---|\n";
+    for (const auto& f : c["flags"]) {
+      const std::string shrt = f.contains("short") ? "`" + f["short"].get<std::string>() + "`, " : "";
+      const std::string def = flag_default(f);
+      s += "| " + shrt + "`" + f["name"].get<std::string>() + "` | " + f["type"].get<std::string>() + " | " +
+           (def.empty() ? "" : "`" + cell(def) + "`") + " | " + cell(f["help"]) + " |\n";
+    }
+  }
+  return s + "\n" + kEnd;
+}
+
+struct DocFlag {
+  std::string type, def;
+};
+// command -> flag name -> (type, default), read from every "### `toy NAME`" section's option table.
+std::map<std::string, std::map<std::string, DocFlag>> parse_docs(const std::string& md) {
+  std::map<std::string, std::map<std::string, DocFlag>> docs;
+  std::string cmd;
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("### `toy ", 0) == 0) {
+      cmd = line.substr(9, line.find('`', 9) - 9);
+      docs[cmd];
+      continue;
+    }
+    if (cmd.empty() || line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> cols;
+    for (size_t a = 1, b; (b = line.find(" |", a)) != std::string::npos; a = b + 2) cols.push_back(line.substr(a + 1, b - a - 1));
+    if (cols.size() < 4) continue;
+    const size_t at = cols[0].find("`--");
+    if (at == std::string::npos) continue;
+    const std::string flag = cols[0].substr(at + 1, cols[0].find('`', at + 1) - at - 1);
+    std::string def = cols[2];
+    if (def.size() >= 2 && def.front() == '`') def = def.substr(1, def.size() - 2);
+    docs[cmd][flag] = {cols[1], def};
+  }
+  return docs;
+}
+
+fs::path docs_path() { return fs::path(TOY_SOURCE_DIR) / "docs" / "cli.md"; }
+
+}  // namespace
+
+TEST(CliDocs, ReferenceMatchesManifest) {
+  const json m = manifest();
+  std::string md = read_text(docs_path());
+  ASSERT_FALSE(md.empty()) << docs_path() << " is missing";
+  size_t a = md.find(kBegin), b = md.find(kEnd);
+  ASSERT_TRUE(a != std::string::npos && b != std::string::npos && a < b) << "docs/cli.md lacks the generated-reference markers";
+  const std::string want = reference(m);
+  if (std::getenv("TOY_UPDATE_DOCS")) {
+    md.replace(a, b + std::string(kEnd).size() - a, want);
+    std::ofstream(docs_path(), std::ios::binary) << md;
+    std::cout << "[ note ] rewrote the command reference of " << docs_path() << "\n";
+    b = md.find(kEnd);
+  }
+
+  // Parsed, not just compared: every command and flag of the manifest is documented with its
+  // type and default, and the docs document nothing the CLI does not have.
+  const auto docs = parse_docs(md);
+  std::set<std::string> in_manifest;
+  for (const auto& c : m["commands"]) {
+    const std::string name = c["name"];
+    in_manifest.insert(name);
+    ASSERT_TRUE(docs.count(name)) << "docs/cli.md does not document `toy " << name << "`";
+    std::set<std::string> flags;
+    for (const auto& f : c["flags"]) {
+      const std::string flag = f["name"];
+      flags.insert(flag);
+      auto it = docs.at(name).find(flag);
+      ASSERT_NE(it, docs.at(name).end()) << "docs/cli.md: `toy " << name << "` lacks " << flag;
+      EXPECT_EQ(it->second.type, f["type"].get<std::string>()) << name << " " << flag;
+      EXPECT_EQ(it->second.def, cell(flag_default(f))) << name << " " << flag;
+    }
+    for (const auto& [flag, d] : docs.at(name)) EXPECT_TRUE(flags.count(flag)) << "docs/cli.md documents `toy " << name << " " << flag << "`, which does not exist";
+  }
+  for (const auto& [name, flags] : docs) EXPECT_TRUE(in_manifest.count(name)) << "docs/cli.md documents `toy " << name << "`, which does not exist";
+  EXPECT_EQ(md.substr(a, b + std::string(kEnd).size() - a), want)
+      << "docs/cli.md is out of date; regenerate it: TOY_UPDATE_DOCS=1 ./build/tests/toy_tests --gtest_filter='CliDocs.*'";
+
+  // The exit-code table.
+  for (const auto& [code, meaning] : m["exit_codes"].items())
+    EXPECT_NE(md.find("| " + code + " | " + meaning.get<std::string>()), std::string::npos) << "exit code " << code;
+}
+
+TEST(CliManifest, DescribesEveryCommandAndFlag) {
+  const json m = manifest();
+  EXPECT_EQ(m["name"], "toy");
+  EXPECT_FALSE(m["version"].get<std::string>().empty());
+  EXPECT_EQ(m["event_schema"], "toy/v1");
+  EXPECT_EQ(m["exit_codes"].size(), 6u);
+  for (const char* code : {"0", "1", "2", "3", "4", "130"}) EXPECT_TRUE(m["exit_codes"].contains(code)) << code;
+
+  const auto overview = run_toy("--help");
+  EXPECT_EQ(overview.code, 0);
+  std::set<std::string> names;
+  for (const auto& c : m["commands"]) {
+    const std::string name = c["name"];
+    names.insert(name);
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(c["summary"].get<std::string>().empty());
+    EXPECT_NE(overview.out.find("  " + name + " "), std::string::npos) << "toy --help does not list it";
+    // toy CMD --help documents every flag the manifest names, with its default.
+    const auto h = run_toy(name + " --help");
+    ASSERT_EQ(h.code, 0);
+    EXPECT_EQ(h.out.rfind("usage: toy " + name, 0), 0u);
+    for (const auto& f : c["flags"]) {
+      const std::string flag = f["name"];
+      EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
+      EXPECT_FALSE(f["help"].get<std::string>().empty()) << flag;
+      EXPECT_TRUE(std::set<std::string>({"bool", "int", "float", "string", "path"}).count(f["type"].get<std::string>())) << flag;
+      const std::string def = flag_default(f);
+      if (f["type"] != "bool" && !def.empty()) EXPECT_NE(h.out.find("(default: " + def + ")"), std::string::npos) << flag;
+      if (f.contains("short")) EXPECT_NE(h.out.find(f["short"].get<std::string>() + ", " + flag), std::string::npos) << flag;
+    }
+    for (const auto& p : c["positionals"]) EXPECT_NE(h.out.find(p["name"].get<std::string>()), std::string::npos);
+  }
+  // The commands of the issue; each is registered by its own cmd_<name>.cpp.
+  for (const char* want : {"new", "install", "list", "describe", "fetch", "infer", "train", "eval", "serve", "tokenize", "bench", "init"})
+    EXPECT_TRUE(names.count(want)) << "toy " << want << " is not registered";
+}
+
+TEST(CliManifest, FlagsParseAsDeclared) {
+  // A value of the wrong type for a typed flag is a usage error for every command.
+  for (const auto& c : manifest()["commands"])
+    for (const auto& f : c["flags"]) {
+      if (f["type"] != "int" && f["type"] != "float") continue;
+      auto r = run_toy(c["name"].get<std::string>() + " " + f["name"].get<std::string>() + " not-a-number");
+      EXPECT_EQ(r.code, 2) << c["name"] << " " << f["name"] << ": " << r.err;
+    }
+}
+
+TEST(CliExitCodes, EachCodeWhereDocumented) {
+  EXPECT_EQ(run_toy("--help").code, 0);
+  EXPECT_EQ(run_toy("").code, 2);                                  // no command: the overview, as a usage error
+  EXPECT_EQ(run_toy("frobnicate").code, 2);
+  EXPECT_EQ(run_toy("list --json=maybe").code, 2);
+  EXPECT_EQ(run_toy("describe /nonexistent/model.gguf").code, 3);
+  const fs::path dir = fs::path(testing::TempDir()) / ("toy_exit_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "taken" / "x");
+  EXPECT_EQ(run_toy("new " + (dir / "taken").string()).code, 1);   // runtime failure: the directory exists
+  fs::remove_all(dir);
+}
+
+TEST(CliExitCodes, InterruptedIs130) {
+  // A hub that accepts the connection and never answers: `toy fetch` waits until SIGINT.
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(s, 4), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string endpoint = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  const std::string cache = testing::TempDir() + "/toy_sigint_cache_" + std::to_string(::getpid());
+
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("HF_ENDPOINT", endpoint.c_str(), 1);
+    ::setenv("HF_HUB_CACHE", cache.c_str(), 1);
+    const std::string bin = toy::test::toy_bin();
+    ::execl(bin.c_str(), bin.c_str(), "fetch", "org/tiny", "model.gguf", "--quiet", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(s);
+  fs::remove_all(cache);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+}

@@ -1,0 +1,324 @@
+// tests/test_fetch.cpp — `toy fetch` against a local imitation of the Hugging Face hub.
+//
+// The fake hub (httplib on 127.0.0.1, ephemeral port, in a thread) answers the resolve endpoint as
+// huggingface.co does: an LFS file gets a 302 to a "CDN" URL with X-Repo-Commit, X-Linked-Etag
+// (the sha256) and X-Linked-Size; a small git file gets a 200 with its git ETag. The CDN honours
+// Range requests and can drop the connection mid-body. No internet is needed.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "fixtures.h"
+#include "toy/io/gguf.h"
+#include "toy/io/hub.h"
+
+namespace fs = std::filesystem;
+using toy::test::read_text;
+using toy::test::run_toy;
+
+namespace {
+
+const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
+
+class Env {
+ public:
+  void set(const char* k, const std::string& v) { save(k); ::setenv(k, v.c_str(), 1); }
+  void unset(const char* k) { save(k); ::unsetenv(k); }
+  ~Env() {
+    for (auto& [k, v] : saved_)
+      if (v.second) ::setenv(k.c_str(), v.first.c_str(), 1);
+      else ::unsetenv(k.c_str());
+  }
+ private:
+  void save(const char* k) {
+    if (saved_.count(k)) return;
+    const char* v = std::getenv(k);
+    saved_[k] = {v ? v : "", v != nullptr};
+  }
+  std::map<std::string, std::pair<std::string, bool>> saved_;
+};
+
+// A real (tiny) GGUF so that `toy list` can read what was fetched.
+std::string model_bytes() {
+  const fs::path p = fs::path(testing::TempDir()) / ("toy_fetch_model_" + std::to_string(::getpid()) + ".gguf");
+  std::vector<float> w(4096);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 97) * 0.01f;
+  toy::gguf::GgufWriter g;
+  g.set("general.architecture", toy::gguf::Value::of_string("llama"));
+  g.set("general.file_type", toy::gguf::Value::of_u32(0));
+  g.add_tensor("token_embd.weight", {64, 64}, toy::DType::F32, w.data());
+  g.write(p.string());
+  std::string bytes = read_text(p);
+  fs::remove(p);
+  return bytes;
+}
+
+struct FakeHub {
+  httplib::Server svr;
+  std::thread thread;
+  int port = 0;
+  std::string model = model_bytes();
+  std::string config = "{\"model_type\": \"llama\"}\n";
+  std::string announced_sha = toy::hub::sha256_hex(model);  // what X-Linked-Etag claims
+  std::string token;                                        // required bearer token ("" = open)
+  std::atomic<int> drops{0};                                // CDN requests to cut short
+  std::atomic<int> cdn_requests{0}, head_requests{0};
+  std::mutex mu;
+  std::vector<std::string> ranges;                          // Range headers the CDN saw
+
+  FakeHub() {
+    svr.Get(R"(/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.method == "HEAD") ++head_requests;
+      const std::string repo = req.matches[1].str() + "/" + req.matches[2].str(), rev = req.matches[3], file = req.matches[4];
+      if (!token.empty() && req.get_header_value("Authorization") != "Bearer " + token) {
+        res.status = 401;
+        res.set_header("X-Error-Message", "Invalid credentials in Authorization header");
+        return;
+      }
+      if (repo != "org/tiny") {
+        res.status = 404;
+        res.set_header("X-Error-Code", "RepoNotFound");
+        return;
+      }
+      res.set_header("X-Repo-Commit", kCommit);
+      if (file == "model.gguf") {
+        res.status = 302;
+        res.set_header("X-Linked-Etag", "\"" + announced_sha + "\"");
+        res.set_header("X-Linked-Size", std::to_string(model.size()));
+        res.set_header("ETag", "\"abcdef\"");
+        res.set_header("Location", "/cdn/" + announced_sha);
+      } else if (file == "config.json") {
+        res.set_header("ETag", "\"5d41402abc4b2a76b9719d911017c592aaaaaaaa\"");  // git blob sha1: no sha256 check
+        res.set_content(config, "application/json");
+      } else {
+        res.status = 404;
+        res.set_header("X-Error-Code", "EntryNotFound");
+        res.set_header("X-Error-Message", "Entry not found");
+      }
+    });
+    svr.Get(R"(/cdn/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      ++cdn_requests;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        ranges.push_back(req.get_header_value("Range"));
+      }
+      const bool drop = drops > 0 && drops-- > 0;
+      res.set_content_provider(model.size(), "application/octet-stream",
+                               [this, drop](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 if (drop) {  // a third of what was asked, then the connection goes away
+                                   sink.write(model.data() + offset, length / 3);
+                                   return false;
+                                 }
+                                 sink.write(model.data() + offset, length);
+                                 return true;
+                               });
+    });
+    port = svr.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { svr.listen_after_bind(); });
+    while (!svr.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeHub() {
+    svr.stop();
+    thread.join();
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+// A port nothing listens on: bind, read the number, close.
+int closed_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+struct FetchTest : testing::Test {
+  Env env;
+  fs::path cache;
+  FakeHub hub;
+  void SetUp() override {
+    cache = fs::path(testing::TempDir()) / ("toy_fetch_cache_" + std::to_string(::getpid()) + "_" +
+                                            testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(cache);
+    env.set("HF_HUB_CACHE", cache.string());
+    env.set("HF_ENDPOINT", hub.endpoint());
+    env.unset("HF_TOKEN");
+    env.unset("HUGGING_FACE_HUB_TOKEN");
+  }
+  void TearDown() override { fs::remove_all(cache); }
+  fs::path repo_dir() const { return cache / "models--org--tiny"; }
+  fs::path blob() const { return repo_dir() / "blobs" / hub.announced_sha; }
+};
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TEST_F(FetchTest, DownloadsIntoTheHubCacheLayout) {
+  auto r = run_toy("fetch org/tiny model.gguf");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path snap = repo_dir() / "snapshots" / kCommit / "model.gguf";
+  EXPECT_EQ(trim(r.out), snap.string());
+  ASSERT_TRUE(fs::is_symlink(snap));
+  EXPECT_EQ(fs::read_symlink(snap), fs::path("../../blobs") / hub.announced_sha);
+  EXPECT_EQ(read_text(snap), hub.model);
+  EXPECT_EQ(read_text(repo_dir() / "refs" / "main"), kCommit);
+  EXPECT_FALSE(fs::exists(blob().string() + ".incomplete"));
+  EXPECT_NE(r.err.find("sha256 verified"), std::string::npos) << r.err;
+  EXPECT_EQ(hub.ranges.size(), 1u);
+  EXPECT_EQ(hub.ranges[0], "");
+
+  // Fetching again uses the cache: no second body transfer.
+  auto again = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(trim(again.out), snap.string());
+  EXPECT_EQ(hub.cdn_requests.load(), 1);
+  EXPECT_NE(again.err.find("cached"), std::string::npos);
+
+  // What toy fetches, toy list finds.
+  auto l = run_toy("list --json");
+  ASSERT_EQ(l.code, 0) << l.err;
+  bool listed = false;
+  const auto listing = nlohmann::json::parse(l.out);
+  for (const auto& m : listing["models"])
+    listed |= m["name"] == "org/tiny/model.gguf" && m["architecture"] == "llama" && m["path"] == snap.string();
+  EXPECT_TRUE(listed) << l.out;
+
+  // Offline (the endpoint refuses connections), the cached revision still resolves.
+  env.set("HF_ENDPOINT", "http://127.0.0.1:" + std::to_string(closed_port()));
+  auto offline = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(offline.code, 0) << offline.err;
+  EXPECT_EQ(trim(offline.out), snap.string());
+}
+
+TEST_F(FetchTest, SmallGitFileAndRevision) {
+  auto r = run_toy("fetch org/tiny config.json --revision v1.0 --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(read_text(trim(r.out)), hub.config);
+  EXPECT_EQ(read_text(repo_dir() / "refs" / "v1.0"), kCommit);
+  EXPECT_TRUE(fs::exists(repo_dir() / "blobs" / "5d41402abc4b2a76b9719d911017c592aaaaaaaa"));
+}
+
+TEST_F(FetchTest, DroppedConnectionResumesWithRange) {
+  // First run: no retries, the connection drops: exit 4, the partial file stays.
+  hub.drops = 1;
+  auto first = run_toy("fetch org/tiny model.gguf --retries 0");
+  EXPECT_EQ(first.code, 4) << first.err;
+  EXPECT_NE(first.err.find("resume"), std::string::npos) << first.err;
+  const fs::path part = blob().string() + ".incomplete";
+  ASSERT_TRUE(fs::exists(part));
+  const auto have = fs::file_size(part);
+  EXPECT_GT(have, 0u);
+  EXPECT_LT(have, hub.model.size());
+  EXPECT_FALSE(fs::exists(blob()));
+
+  // Second run continues from where the first stopped.
+  auto second = run_toy("fetch org/tiny model.gguf");
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_EQ(hub.ranges.back(), "bytes=" + std::to_string(have) + "-");
+  EXPECT_EQ(read_text(trim(second.out)), hub.model);
+  EXPECT_NE(second.err.find("resumed"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("sha256 verified"), std::string::npos) << second.err;
+  EXPECT_FALSE(fs::exists(part));
+}
+
+TEST_F(FetchTest, DroppedConnectionIsRetriedInOneRun) {
+  hub.drops = 2;
+  auto r = run_toy("fetch org/tiny model.gguf");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(hub.cdn_requests.load(), 3);
+  ASSERT_EQ(hub.ranges.size(), 3u);
+  EXPECT_EQ(hub.ranges[0], "");
+  EXPECT_EQ(hub.ranges[1].rfind("bytes=", 0), 0u);
+  EXPECT_EQ(read_text(trim(r.out)), hub.model);
+}
+
+TEST_F(FetchTest, ChecksumMismatchKeepsNothing) {
+  hub.announced_sha = toy::hub::sha256_hex("something else");
+  auto r = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("sha256 mismatch"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(blob()));
+  EXPECT_FALSE(fs::exists(blob().string() + ".incomplete"));
+  EXPECT_FALSE(fs::exists(repo_dir() / "snapshots" / kCommit / "model.gguf"));
+}
+
+TEST_F(FetchTest, NotFound) {
+  auto file = run_toy("fetch org/tiny nope.gguf");
+  EXPECT_EQ(file.code, 4);
+  EXPECT_NE(file.err.find("not found"), std::string::npos) << file.err;
+  EXPECT_NE(file.err.find("nope.gguf"), std::string::npos) << file.err;
+  auto repo = run_toy("fetch org/other model.gguf");
+  EXPECT_EQ(repo.code, 4);
+  EXPECT_NE(repo.err.find("repository org/other not found"), std::string::npos) << repo.err;
+}
+
+TEST_F(FetchTest, UnauthorizedMentionsHfToken) {
+  hub.token = "hf_secret";
+  auto r = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.err.find("HF_TOKEN"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("401"), std::string::npos) << r.err;
+
+  env.set("HF_TOKEN", "hf_wrong");
+  auto wrong = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(wrong.code, 4);
+  EXPECT_NE(wrong.err.find("HF_TOKEN"), std::string::npos) << wrong.err;
+
+  env.set("HF_TOKEN", "hf_secret");
+  auto ok = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(read_text(trim(ok.out)), hub.model);
+}
+
+TEST_F(FetchTest, UnreachableHostIsANetworkError) {
+  env.set("HF_ENDPOINT", "http://127.0.0.1:" + std::to_string(closed_port()));
+  auto r = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.err.find("network"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(repo_dir() / "snapshots"));
+}
+
+TEST_F(FetchTest, BadArguments) {
+  EXPECT_EQ(run_toy("fetch").code, 2);
+  EXPECT_EQ(run_toy("fetch org/tiny").code, 2);
+  EXPECT_EQ(run_toy("fetch ../etc model.gguf").code, 2);
+  EXPECT_EQ(run_toy("fetch a/b/c model.gguf").code, 2);
+  EXPECT_EQ(run_toy("fetch org/tiny model.gguf --retries x").code, 2);
+  EXPECT_EQ(run_toy("fetch org/tiny ../../x").code, 2);
+  EXPECT_EQ(hub.head_requests.load(), 0);
+}
+
+TEST(Sha256, KnownVectors) {
+  using toy::hub::sha256_hex;
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Incremental updates in odd pieces give the same digest.
+  toy::hub::Sha256 s;
+  const std::string text(1000, 'x');
+  for (size_t i = 0; i < text.size(); i += 37) s.update(text.data() + i, std::min<size_t>(37, text.size() - i));
+  EXPECT_EQ(s.hex(), sha256_hex(text));
+}
