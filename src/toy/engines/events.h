@@ -1,6 +1,39 @@
-// engines/events.h — the run-bundle event log schema (docs/events.md).
+// engines/events.h — the run-bundle event log: `events.jsonl`, one JSON object per line.
+//
+// Schema `toy/v1` (docs/events.md): every line has "event" (run_start, step, eval, checkpoint,
+// run_end) and "time" (UTC, ISO 8601 with milliseconds), then the event's own fields. Lines are
+// appended and flushed one at a time, so a reader (or a crash) only ever sees whole events.
 #pragma once
 
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
 namespace toy {
+
 inline constexpr const char* kEventSchema = "toy/v1";
-}
+
+// "2026-11-30T03:45:01.123Z"
+std::string utc_timestamp();
+
+class EventLog {
+ public:
+  EventLog() = default;
+  // Opens `path` for appending (creating it). Throws std::runtime_error naming the file.
+  explicit EventLog(const std::string& path);
+  ~EventLog();
+  EventLog(EventLog&& o) noexcept : f_(o.f_) { o.f_ = nullptr; }
+  EventLog& operator=(EventLog&& o) noexcept;
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  // Writes {"event": name, "time": now, ...fields} as one line and flushes it.
+  void emit(std::string_view name, const nlohmann::ordered_json& fields = nlohmann::ordered_json::object());
+  bool is_open() const { return f_ != nullptr; }
+
+ private:
+  std::FILE* f_ = nullptr;
+};
+
+}  // namespace toy

@@ -14,14 +14,23 @@ namespace toy::kernels {
 
 // y[M, N] = x[M, K] · W[N, K]ᵀ. W is row-major in any supported dtype (a GGUF weight: N rows
 // of K values, K a multiple of the block size); x and y are f32.
+// Like llama.cpp's CPU backend, the kernel first rounds x to activation_dtype(wt), then takes
+// the dot products in integers (quantized weights) or in f32 (F16/BF16: with exact products).
+// Row m of y depends only on row m of x: the same bits for any M, thread count or tiling.
 void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K);
+
+// The format x is rounded to before the dot products with weights of type wt (llama.cpp's
+// vec_dot_type): F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_K/Q5_K/Q6_K -> Q8_K;
+// F32 and the other types (dequantized to f32 on the fly) -> F32, i.e. no rounding.
+DType activation_dtype(DType wt);
 
 // C[M, N] = op(A) · op(B) (+ C when accumulate), all f32 row-major.
 // op(A) is A[M, K] or, with trans_a, Aᵀ for A[K, M]; op(B) is B[K, N] or, with trans_b, Bᵀ for B[N, K].
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
           bool accumulate);
 
-// Thread pool. Default: hardware threads (or TOY_THREADS).
+// Thread pool. Default: hardware threads (or TOY_THREADS). set_num_threads waits for a running
+// parallel_for; do not call it from inside one.
 void set_num_threads(int n);
 int num_threads();
 // Calls fn(begin, end) on disjoint chunks covering [0, n); chunking depends only on n and grain.

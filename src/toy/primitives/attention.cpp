@@ -7,16 +7,20 @@
 // Backward (dO given):  dv_j += P_j dO;  dP_j = dO·v_j;  ds_j = P_j (dP_j − Σ P dP);
 //   through the cap: ds_j *= 1 − (s_j/cap)²;  dq = scale Σ ds_j k_j;  dk_j += scale ds_j q.
 //
-// How it is computed. The dot products q·k_j and dO·v_j are laid out so that the vector unit
-// works across keys j rather than across the Dh terms of one dot product: K (and, in backward,
-// V) of one KV head is first transposed into [Dh, keys], and s_j += q_d·Kᵀ[d, j] runs over j.
-// Every output still accumulates its terms in the same order as the plain loop
-// (d = 0 … Dh−1, then j in order), with no fused multiply-add (ISO C++ mode: no contraction),
-// so the AVX2 and the portable versions, any thread count and any blocking give the same bits.
-// Work items: forward, (b, KV head, block of queries); backward, (b, KV head), which owns its
-// dk and dv rows, so threads never write to the same memory.
+// How it is computed. Long inputs (T ≥ kGemmMinT: training, prompt processing) go through
+// kernels::gemm on blocks of kBlock queries: for each (b, h, block), Sc = Q·Kᵀ over the keys any
+// query of the block sees (a band of the causal triangle), a masked softmax per row, O = P·V.
+// Backward, per (b, h): dV_h += Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(P ⊙ dP)) (⊙ the cap's
+// derivative) · scale, dQ = dS·K, dK_h += dSᵀ·Q; then per (b, KV head) the dK_h, dV_h of the
+// group's heads are summed in head order. Every product runs inside one work item (nested
+// parallel_for calls run on the calling thread), and partial sums are added in a fixed order,
+// so the results do not depend on the thread count.
+// Short inputs (decoding, T < kGemmMinT) take plain loops over one query at a time, laid out so
+// that the vector unit works across keys: K of one KV head is transposed to [Dh, keys] and
+// s_j += q_d·Kᵀ[d, j] runs over j, each s_j summing its terms in order of d.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "toy/kernels/cpu_features.h"
@@ -35,7 +39,9 @@ struct Geometry {
   }
 };
 
-constexpr int64_t kQueryBlock = 16;  // queries per forward work item
+constexpr int64_t kQueryBlock = 16;  // queries per work item of the loop path
+constexpr int64_t kBlock = 32;       // queries per gemm block
+constexpr int64_t kGemmMinT = 8;     // from this many queries on, the gemm path
 
 // Raw pointers of one call, so that the loops below index plain arrays.
 struct Views {
@@ -43,7 +49,6 @@ struct Views {
   float* out;      // forward: o;  backward: dq
   float *P, *capped;
   const float* dout;
-  float *dk, *dv;
 };
 
 // Copies rows [j0, j1) of head g of x ([B, S, Hkv, Dh], batch b) into xt[d·ld + j − j0].
@@ -54,10 +59,18 @@ inline void transpose_head(const float* x, const Geometry& g, int64_t b, int64_t
   }
 }
 
-// Forward for queries [t0, t1) of every head of KV head kh in batch b.
-__attribute__((always_inline)) inline void forward_item(const Views& w, const Geometry& g, const AttentionOptions& o,
-                                                        int64_t b, int64_t kh, int64_t t0, int64_t t1,
-                                                        std::vector<float>& kt_buf, std::vector<float>& s_buf) {
+// Rows [r0, r1) of head h of x ([B, L, heads, Dh], batch b) <-> a contiguous [r1 − r0, Dh] matrix.
+inline void gather_rows(const float* x, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0, int64_t r1, float* m) {
+  for (int64_t r = r0; r < r1; ++r) std::copy_n(x + ((b * L + r) * heads + h) * Dh, Dh, m + (r - r0) * Dh);
+}
+inline void scatter_rows(const float* m, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0, int64_t r1, float* x) {
+  for (int64_t r = r0; r < r1; ++r) std::copy_n(m + (r - r0) * Dh, Dh, x + ((b * L + r) * heads + h) * Dh);
+}
+
+// The loop path: queries [t0, t1) of every head of KV head kh in batch b.
+__attribute__((always_inline)) inline void forward_loops(const Views& w, const Geometry& g, const AttentionOptions& o,
+                                                         int64_t b, int64_t kh, int64_t t0, int64_t t1,
+                                                         std::vector<float>& kt_buf, std::vector<float>& s_buf) {
   const int64_t group = g.H / g.Hkv, Dh = g.Dh;
   const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1;  // keys any query of the block sees
   const int64_t ld = jhi - jlo;
@@ -104,65 +117,11 @@ __attribute__((always_inline)) inline void forward_item(const Views& w, const Ge
     }
 }
 
-// Backward for batch b, KV head kh: all its query heads and queries; writes dq of those heads
-// and the dk, dv rows of kh.
-__attribute__((always_inline)) inline void backward_item(const Views& w, const Geometry& g, const AttentionOptions& o,
-                                                         int64_t b, int64_t kh, std::vector<float>& vt_buf,
-                                                         std::vector<float>& ds_buf) {
-  const int64_t group = g.H / g.Hkv, Dh = g.Dh, S = g.S;
-  vt_buf.resize(size_t(Dh * S));
-  ds_buf.resize(size_t(S));
-  float *vt = vt_buf.data(), *ds = ds_buf.data();
-  transpose_head(w.v, g, b, kh, 0, S, vt, S);
-  for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
-    for (int64_t t = 0; t < g.T; ++t) {
-      const size_t row = size_t(((b * g.H + h) * g.T + t) * S);
-      const float* Pi = w.P + row;
-      const float* di = w.dout + ((b * g.T + t) * g.H + h) * Dh;
-      const float* qi = w.q + ((b * g.T + t) * g.H + h) * Dh;
-      float* dqi = w.out + ((b * g.T + t) * g.H + h) * Dh;
-      const int64_t j0 = g.first_key(t, o.window), j1 = S - g.T + t + 1;
-      for (int64_t j = j0; j < j1; ++j) ds[j] = 0.0f;
-      for (int64_t d = 0; d < Dh; ++d) {  // dP_j = dO·v_j, terms in order of d
-        const float dd = di[d];
-        const float* vtd = vt + d * S;
-        for (int64_t j = j0; j < j1; ++j) ds[j] += dd * vtd[j];
-      }
-      double pdp = 0;
-      for (int64_t j = j0; j < j1; ++j) pdp += double(Pi[j]) * ds[j];
-      const float fpdp = float(pdp);
-      for (int64_t j = j0; j < j1; ++j) {
-        float dsj = Pi[j] * (ds[j] - fpdp);
-        if (o.softcap > 0) {
-          const float c = w.capped[row + size_t(j)] / o.softcap;
-          dsj *= 1.0f - c * c;
-        }
-        ds[j] = dsj * o.scale;
-      }
-      for (int64_t j = j0; j < j1; ++j) {
-        const float dsj = ds[j], pj = Pi[j];
-        const float* kj = w.k + ((b * S + j) * g.Hkv + kh) * Dh;
-        float* dkj = w.dk + ((b * S + j) * g.Hkv + kh) * Dh;
-        float* dvj = w.dv + ((b * S + j) * g.Hkv + kh) * Dh;
-        for (int64_t d = 0; d < Dh; ++d) {
-          dqi[d] += dsj * kj[d];
-          dkj[d] += dsj * qi[d];
-          dvj[d] += pj * di[d];
-        }
-      }
-    }
-}
-
-// The same bodies compiled for AVX2 (chosen at run time with the kernels' SIMD switch).
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) void forward_item_avx2(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b,
-                                                       int64_t kh, int64_t t0, int64_t t1, std::vector<float>& kt,
-                                                       std::vector<float>& s) {
-  forward_item(w, g, o, b, kh, t0, t1, kt, s);
-}
-__attribute__((target("avx2"))) void backward_item_avx2(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b,
-                                                        int64_t kh, std::vector<float>& vt, std::vector<float>& ds) {
-  backward_item(w, g, o, b, kh, vt, ds);
+__attribute__((target("avx2"))) void forward_loops_avx2(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b,
+                                                        int64_t kh, int64_t t0, int64_t t1, std::vector<float>& kt,
+                                                        std::vector<float>& s) {
+  forward_loops(w, g, o, b, kh, t0, t1, kt, s);
 }
 #endif
 
@@ -172,6 +131,107 @@ bool use_avx2() {
 #else
   return false;
 #endif
+}
+
+// Scratch matrices of one gemm work item.
+struct Scratch {
+  std::vector<float> q, k, v, s, o, d;
+  static float* sized(std::vector<float>& m, int64_t n) {
+    m.resize(size_t(n));
+    return m.data();
+  }
+};
+
+// The gemm path, forward: queries [t0, t1) of head h in batch b.
+void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t h, int64_t t0, int64_t t1,
+                   Scratch& m) {
+  const int64_t Dh = g.Dh, kh = h / (g.H / g.Hkv), tb = t1 - t0;
+  const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1, span = jhi - jlo;  // keys the block sees
+  float* Q = Scratch::sized(m.q, tb * Dh);
+  float* K = Scratch::sized(m.k, span * Dh);
+  float* V = Scratch::sized(m.v, span * Dh);
+  float* Sc = Scratch::sized(m.s, tb * span);
+  float* O = Scratch::sized(m.o, tb * Dh);
+  gather_rows(w.q, g.T, g.H, Dh, b, h, t0, t1, Q);
+  gather_rows(w.k, g.S, g.Hkv, Dh, b, kh, jlo, jhi, K);
+  gather_rows(w.v, g.S, g.Hkv, Dh, b, kh, jlo, jhi, V);
+  kernels::gemm(false, true, tb, span, Dh, Q, K, Sc, false);  // Sc = Q·Kᵀ   [tb, span]
+  for (int64_t r = 0; r < tb; ++r) {
+    const int64_t t = t0 + r, j0 = g.first_key(t, o.window) - jlo, j1 = g.S - g.T + t + 1 - jlo;
+    float* s = Sc + r * span;
+    const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + jlo);
+    float mx = -INFINITY;
+    for (int64_t j = j0; j < j1; ++j) {
+      float x = o.scale * s[j];
+      if (o.softcap > 0) {
+        x = o.softcap * std::tanh(x / o.softcap);
+        if (w.capped) w.capped[row + size_t(j)] = x;
+      }
+      s[j] = x;
+      mx = std::max(mx, x);
+    }
+    double z = 0;
+    for (int64_t j = j0; j < j1; ++j) {
+      s[j] = std::exp(s[j] - mx);
+      z += s[j];
+    }
+    const float inv = float(1.0 / z);
+    for (int64_t j = 0; j < span; ++j) s[j] = j >= j0 && j < j1 ? s[j] * inv : 0.0f;  // P, masked
+    if (w.P) std::copy_n(s + j0, j1 - j0, w.P + row + size_t(j0));
+  }
+  kernels::gemm(false, false, tb, Dh, span, Sc, V, O, false);  // O = P·V   [tb, Dh]
+  scatter_rows(O, g.T, g.H, Dh, b, h, t0, t1, w.out);
+}
+
+// The gemm path, backward for head h of batch b: dq rows of h, and this head's share of dk, dv
+// ([S, Dh] each, to be summed over the group).
+void backward_head(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t h, float* dK, float* dV,
+                   Scratch& m) {
+  const int64_t Dh = g.Dh, S = g.S, kh = h / (g.H / g.Hkv);
+  float* K = Scratch::sized(m.k, S * Dh);
+  float* V = Scratch::sized(m.v, S * Dh);
+  gather_rows(w.k, S, g.Hkv, Dh, b, kh, 0, S, K);
+  gather_rows(w.v, S, g.Hkv, Dh, b, kh, 0, S, V);
+  std::fill(dK, dK + S * Dh, 0.0f);
+  std::fill(dV, dV + S * Dh, 0.0f);
+  for (int64_t t0 = 0; t0 < g.T; t0 += kBlock) {
+    const int64_t t1 = std::min(g.T, t0 + kBlock), tb = t1 - t0;
+    const int64_t jlo = g.first_key(t0, o.window), jhi = S - g.T + t1, span = jhi - jlo;
+    float* Q = Scratch::sized(m.q, tb * Dh);
+    float* dO = Scratch::sized(m.o, tb * Dh);
+    float* Pb = Scratch::sized(m.s, 2 * tb * span);
+    float* dS = Pb + tb * span;
+    float* dQ = Scratch::sized(m.d, tb * Dh);
+    gather_rows(w.q, g.T, g.H, Dh, b, h, t0, t1, Q);
+    gather_rows(w.dout, g.T, g.H, Dh, b, h, t0, t1, dO);
+    for (int64_t r = 0; r < tb; ++r) std::copy_n(w.P + ((b * g.H + h) * g.T + t0 + r) * S + jlo, span, Pb + r * span);
+    kernels::gemm(true, false, span, Dh, tb, Pb, dO, dV + jlo * Dh, true);  // dV += Pᵀ·dO
+    kernels::gemm(false, true, tb, span, Dh, dO, V + jlo * Dh, dS, false);                  // dP = dO·Vᵀ
+    for (int64_t r = 0; r < tb; ++r) {
+      const int64_t t = t0 + r, j0 = g.first_key(t, o.window) - jlo, j1 = S - g.T + t + 1 - jlo;
+      const float* p = Pb + r * span;
+      float* ds = dS + r * span;
+      double pdp = 0;
+      for (int64_t j = j0; j < j1; ++j) pdp += double(p[j]) * ds[j];
+      const float fpdp = float(pdp);
+      const float* cap = o.softcap > 0 ? w.capped + ((b * g.H + h) * g.T + t) * S + jlo : nullptr;
+      for (int64_t j = 0; j < span; ++j) {
+        if (j < j0 || j >= j1) {
+          ds[j] = 0.0f;
+          continue;
+        }
+        float dsj = p[j] * (ds[j] - fpdp);
+        if (cap) {
+          const float c = cap[j] / o.softcap;
+          dsj *= 1.0f - c * c;
+        }
+        ds[j] = dsj * o.scale;
+      }
+    }
+    kernels::gemm(false, false, tb, Dh, span, dS, K + jlo * Dh, dQ, false);  // dQ = dS·K
+    scatter_rows(dQ, g.T, g.H, Dh, b, h, t0, t1, w.out);
+    kernels::gemm(true, false, span, Dh, tb, dS, Q, dK + jlo * Dh, true);    // dK += dSᵀ·Q
+  }
 }
 
 }  // namespace
@@ -184,38 +244,64 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   const Geometry g{B, T, S, H, Hkv, Dh};
   const bool saving = needs_grad({&q, &k, &v});
   Tensor out = Tensor::empty(q.shape());
-  Tensor P = saving ? Tensor::empty({B, H, T, S}) : Tensor();        // probabilities, for backward
+  Tensor P = saving ? Tensor::empty({B, H, T, S}) : Tensor();        // probabilities (0 where masked), for backward
   Tensor capped = saving && o.softcap > 0 ? Tensor::empty({B, H, T, S}) : Tensor();
   const Views w{.q = q.data(), .k = k.data(), .v = v.data(), .out = out.data_mut(),
-                .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr,
-                .dout = nullptr, .dk = nullptr, .dv = nullptr};
-  const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
-  const bool avx2 = use_avx2();
-  kernels::parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> kt, s;
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t b = i / (Hkv * blocks), kh = i / blocks % Hkv, t0 = i % blocks * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
+                .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr, .dout = nullptr};
+  if (T >= kGemmMinT) {
+    const int64_t blocks = (T + kBlock - 1) / kBlock;
+    kernels::parallel_for(B * H * blocks, 1, [&](int64_t i0, int64_t i1) {
+      Scratch m;
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t b = i / (H * blocks), h = i / blocks % H, t0 = i % blocks * kBlock;
+        forward_block(w, g, o, b, h, t0, std::min(T, t0 + kBlock), m);
+      }
+    });
+  } else {
+    const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
+    const bool avx2 = use_avx2();
+    kernels::parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
+      std::vector<float> kt, s;
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t b = i / (Hkv * blocks), kh = i / blocks % Hkv, t0 = i % blocks * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
 #if defined(__x86_64__) || defined(__i386__)
-      if (avx2) { forward_item_avx2(w, g, o, b, kh, t0, t1, kt, s); continue; }
+        if (avx2) {
+          forward_loops_avx2(w, g, o, b, kh, t0, t1, kt, s);
+          continue;
+        }
 #endif
-      forward_item(w, g, o, b, kh, t0, t1, kt, s);
-    }
-  });
+        forward_loops(w, g, o, b, kh, t0, t1, kt, s);
+      }
+    });
+  }
 
   if (saving)
     record(out, "attention", {q, k, v}, [q, k, v, P, capped, g, o](const Tensor& dout) {
       Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
       const Views w{.q = q.data(), .k = k.data(), .v = v.data(), .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
-                    .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr, .dout = dout.data(),
-                    .dk = dk.data_mut(), .dv = dv.data_mut()};
-      const bool avx2 = use_avx2();
-      kernels::parallel_for(g.B * g.Hkv, 1, [&](int64_t r0, int64_t r1) {
-        std::vector<float> vt, ds;
-        for (int64_t r = r0; r < r1; ++r) {
-#if defined(__x86_64__) || defined(__i386__)
-          if (avx2) { backward_item_avx2(w, g, o, r / g.Hkv, r % g.Hkv, vt, ds); continue; }
-#endif
-          backward_item(w, g, o, r / g.Hkv, r % g.Hkv, vt, ds);
+                    .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr, .dout = dout.data()};
+      const int64_t B = g.B, H = g.H, Hkv = g.Hkv, S = g.S, Dh = g.Dh, group = H / Hkv;
+      std::unique_ptr<float[]> part(new float[size_t(B * H * 2 * S * Dh)]);  // per head: dK_h, dV_h [S, Dh] (set by backward_head)
+      kernels::parallel_for(B * H, 1, [&](int64_t i0, int64_t i1) {
+        Scratch m;
+        for (int64_t i = i0; i < i1; ++i) {
+          float* dK = part.get() + i * 2 * S * Dh;
+          backward_head(w, g, o, i / H, i % H, dK, dK + S * Dh, m);
+        }
+      });
+      // dk, dv of KV head kh: the group's heads summed in order.
+      float *pdk = dk.data_mut(), *pdv = dv.data_mut();
+      kernels::parallel_for(B * Hkv, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t b = i / Hkv, kh = i % Hkv;
+          for (int64_t j = 0; j < S; ++j) {
+            float* dkj = pdk + ((b * S + j) * Hkv + kh) * Dh;
+            float* dvj = pdv + ((b * S + j) * Hkv + kh) * Dh;
+            for (int64_t h = kh * group; h < (kh + 1) * group; ++h) {
+              const float* src = part.get() + (b * H + h) * 2 * S * Dh + j * Dh;
+              for (int64_t d = 0; d < Dh; ++d) dkj[d] += src[d], dvj[d] += src[S * Dh + d];
+            }
+          }
         }
       });
       return std::vector<Tensor>{dq, dk, dv};

@@ -1,5 +1,7 @@
 // primitives/norm.cpp — RMSNorm and LayerNorm over the last dimension, with gradients.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
@@ -32,18 +34,30 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
       Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape());
       const float *px = x.data(), *pw = w.data(), *pd = dy.data(), *pr = rstd.data();
       float *pdx = dx.data_mut(), *pdw = dw.data_mut();
-      for (int64_t r = 0; r < R; ++r) {
-        const float* xr = px + r * D;
-        const float* dr = pd + r * D;
-        double dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += double(dr[d]) * pw[d] * xr[d] * pr[r];
-        const float m = float(dot / double(D));
-        for (int64_t d = 0; d < D; ++d) {
-          const float xh = xr[d] * pr[r];
-          pdx[r * D + d] = pr[r] * (dr[d] * pw[d] - xh * m);
-          pdw[d] += dr[d] * xh;
+      // Rows in fixed blocks, one partial dw per block, added in block order: the same bits
+      // for any thread count.
+      constexpr int64_t kRows = 64;
+      const int64_t blocks = (R + kRows - 1) / kRows;
+      std::vector<float> partial(size_t(blocks * D));
+      kernels::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          float* pw_part = partial.data() + blk * D;
+          for (int64_t r = blk * kRows; r < std::min(R, (blk + 1) * kRows); ++r) {
+            const float* xr = px + r * D;
+            const float* dr = pd + r * D;
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d) dot += double(dr[d]) * pw[d] * xr[d] * pr[r];
+            const float m = float(dot / double(D));
+            for (int64_t d = 0; d < D; ++d) {
+              const float xh = xr[d] * pr[r];
+              pdx[r * D + d] = pr[r] * (dr[d] * pw[d] - xh * m);
+              pw_part[d] += dr[d] * xh;
+            }
+          }
         }
-      }
+      });
+      for (int64_t blk = 0; blk < blocks; ++blk)
+        for (int64_t d = 0; d < D; ++d) pdw[d] += partial[size_t(blk * D + d)];
       return std::vector<Tensor>{dx, dw};
     });
   return y;

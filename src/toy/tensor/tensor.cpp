@@ -278,7 +278,16 @@ void Tensor::backward() const {
       if (dins[i].shape() != in.shape())
         throw ShapeError(std::string(n.op) + " backward: gradient " + to_string(dins[i].shape()) +
                          " for input " + to_string(in.shape()));
-      accumulate(in.impl()->grad_fn ? grads[in.impl()] : in.impl()->grad, dins[i]);
+      std::shared_ptr<TensorImpl>& slot = in.impl()->grad_fn ? grads[in.impl()] : in.impl()->grad;
+      // A fresh gradient that nothing else references (no other handle, no view of its
+      // storage) becomes the slot itself instead of being copied into a new one.
+      Tensor gi = std::move(dins[i]);
+      if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 && gi.impl()->offset == 0 &&
+          gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
+        slot = gi.impl_ptr();
+        continue;
+      }
+      accumulate(slot, gi);
     }
   }
 }

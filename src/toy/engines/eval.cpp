@@ -1,0 +1,148 @@
+// engines/eval.cpp — log-probabilities and the two perplexity windowing methods (see eval.h).
+#include "toy/engines/eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace toy {
+
+double log_sum_exp(std::span<const float> z) {
+  const float mx = *std::max_element(z.begin(), z.end());
+  double s = 0;
+  for (float v : z) s += std::exp(double(v) - double(mx));
+  return double(mx) + std::log(s);
+}
+
+double token_logprob(std::span<const float> z, int32_t id) { return double(z[size_t(id)]) - log_sum_exp(z); }
+
+std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> z, int k) { return top_logprobs(z, k, log_sum_exp(z)); }
+
+std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> z, int k, double lse) {
+  std::vector<std::pair<int32_t, double>> r;
+  if (k <= 0 || z.empty()) return r;
+  std::vector<int32_t> idx(z.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  const size_t n = std::min(size_t(k), idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + long(n), idx.end(), [&](int32_t a, int32_t b) {
+    return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
+  });
+  for (size_t i = 0; i < n; ++i) r.emplace_back(idx[i], double(z[size_t(idx[i])]) - lse);
+  return r;
+}
+
+std::vector<TokenScore> score_logits(const Tensor& logits, std::span<const int32_t> ids, int top_k) {
+  auto [T, V] = logits.dims<2>("score_logits: logits");
+  if (size_t(T) != ids.size()) throw std::invalid_argument("score_logits: " + std::to_string(T) + " rows for " + std::to_string(ids.size()) + " ids");
+  std::vector<TokenScore> out;
+  for (size_t t = 0; t + 1 < ids.size(); ++t) {
+    std::span<const float> row(logits.data() + int64_t(t) * V, size_t(V));  // predicts ids[t + 1]
+    const double lse = log_sum_exp(row);
+    out.push_back({.id = ids[t + 1], .logprob = double(row[size_t(ids[t + 1])]) - lse, .top = top_logprobs(row, top_k, lse)});
+  }
+  return out;
+}
+
+std::vector<TokenScore> score_tokens(DecodeEngine& engine, std::span<const int32_t> ids, int top_k) {
+  if (ids.size() < 2) return {};
+  engine.reset();
+  return score_logits(engine.feed(ids), ids, top_k);  // logits [T, V]
+}
+
+namespace {
+
+// Running sums of the per-token negative log-likelihoods, as llama.cpp keeps them.
+struct NllSum {
+  double sum = 0, sum2 = 0;
+  int64_t count = 0;
+  void add(std::span<const float> row, int32_t target) {
+    const double v = -token_logprob(row, target);
+    sum += v;
+    sum2 += v * v;
+    ++count;
+  }
+  double ppl() const { return std::exp(sum / double(count)); }
+};
+
+PerplexityResult finish(const NllSum& s, PerplexityResult r) {
+  r.n_scored = s.count;
+  r.nll = s.sum / double(s.count);
+  r.ppl = std::exp(r.nll);
+  // llama.cpp: var = E[v²] − E[v]²; stderr of the mean = sqrt(var / (n − 1)); scaled by ppl
+  // (first-order propagation through exp).
+  const double var = s.sum2 / double(s.count) - r.nll * r.nll;
+  r.ppl_stderr = (var > 0 && s.count > 1) ? std::sqrt(var / double(s.count - 1)) * r.ppl : 0;
+  return r;
+}
+
+// llama.cpp `perplexity()`: consecutive chunks of n_ctx, BOS in front, score the second half.
+PerplexityResult chunked(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
+  const int64_t N = int64_t(tokens.size()), n_ctx = o.n_ctx;
+  int64_t n_chunk = N / n_ctx;
+  if (n_ctx < 3) throw std::invalid_argument("perplexity: chunks of fewer than 3 tokens score nothing (use a larger --ctx)");
+  if (n_chunk == 0)
+    throw std::invalid_argument("perplexity: " + std::to_string(N) + " tokens are fewer than one chunk of " + std::to_string(n_ctx) +
+                                " (use a smaller --ctx)");
+  if (o.max_windows > 0) n_chunk = std::min(n_chunk, o.max_windows);
+  DecodeEngine engine(model, n_ctx);
+  const size_t V = size_t(model.config().n_vocab);
+  const int64_t first = n_ctx / 2;  // the first half only gives context
+  NllSum s;
+  PerplexityResult r;
+  r.n_tokens = N;
+  r.n_windows = n_chunk;
+  std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
+  for (int64_t i = 0; i < n_chunk; ++i) {
+    std::copy_n(tokens.begin() + i * n_ctx, n_ctx, chunk.begin());
+    if (o.bos >= 0) chunk[0] = o.bos;  // llama.cpp overwrites the first token, it does not insert
+    engine.reset();
+    const Tensor logits = engine.feed(chunk);  // [n_ctx, V]
+    for (int64_t j = first; j < n_ctx - 1; ++j)
+      s.add(std::span<const float>(logits.data() + size_t(j) * V, V), chunk[size_t(j + 1)]);
+    r.window_ppl.push_back(s.ppl());
+    if (o.progress) o.progress(i + 1, n_chunk);
+  }
+  return finish(s, std::move(r));
+}
+
+// Hugging Face's strided sliding window: every token from position 1 on is scored once, by the
+// first window that contains it with at least one token before it.
+PerplexityResult strided(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
+  const int64_t N = int64_t(tokens.size()), n_ctx = o.n_ctx, stride = o.stride;
+  if (N < 2) throw std::invalid_argument("perplexity: need at least 2 tokens");
+  int64_t total = 1;  // windows the loop below will run
+  while ((total - 1) * stride + n_ctx < N) ++total;
+  if (o.max_windows > 0) total = std::min(total, o.max_windows);
+  DecodeEngine engine(model, n_ctx);
+  const size_t V = size_t(model.config().n_vocab);
+  NllSum s;
+  PerplexityResult r;
+  r.n_tokens = N;
+  int64_t prev_end = 0;
+  for (int64_t begin = 0; r.n_windows < total; begin += stride) {
+    const int64_t end = std::min(begin + n_ctx, N);
+    engine.reset();
+    const Tensor logits = engine.feed(tokens.subspan(size_t(begin), size_t(end - begin)));  // [end − begin, V]
+    for (int64_t p = std::max(prev_end, begin + 1); p < end; ++p)  // row p − 1 − begin predicts token p
+      s.add(std::span<const float>(logits.data() + size_t(p - 1 - begin) * V, V), tokens[size_t(p)]);
+    prev_end = end;
+    ++r.n_windows;
+    r.window_ppl.push_back(s.ppl());
+    if (o.progress) o.progress(r.n_windows, total);
+    if (end == N) break;
+  }
+  return finish(s, std::move(r));
+}
+
+}  // namespace
+
+PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
+  if (o.n_ctx < 2) throw std::invalid_argument("perplexity: the context must be at least 2 tokens");
+  if (o.stride < 0 || o.stride > o.n_ctx)
+    throw std::invalid_argument("perplexity: the stride must be between 1 and the context (" + std::to_string(o.n_ctx) + ")");
+  return o.stride == 0 ? chunked(model, tokens, o) : strided(model, tokens, o);
+}
+
+}  // namespace toy

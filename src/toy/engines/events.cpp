@@ -1,0 +1,53 @@
+// engines/events.cpp — appending events to events.jsonl.
+#include "toy/engines/events.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+namespace toy {
+
+std::string utc_timestamp() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t secs = system_clock::to_time_t(now);
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
+  return buf;
+}
+
+EventLog::EventLog(const std::string& path) : f_(std::fopen(path.c_str(), "ab")) {
+  if (!f_) throw std::runtime_error(path + ": cannot open for appending: " + std::strerror(errno));
+}
+
+EventLog::~EventLog() {
+  if (f_) std::fclose(f_);
+}
+
+EventLog& EventLog::operator=(EventLog&& o) noexcept {
+  if (this != &o) {
+    if (f_) std::fclose(f_);
+    f_ = o.f_;
+    o.f_ = nullptr;
+  }
+  return *this;
+}
+
+void EventLog::emit(std::string_view name, const nlohmann::ordered_json& fields) {
+  if (!f_) return;
+  nlohmann::ordered_json e;
+  e["event"] = name;
+  e["time"] = utc_timestamp();
+  for (const auto& [k, v] : fields.items()) e[k] = v;
+  const std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
+    throw std::runtime_error(std::string("events.jsonl: write failed: ") + std::strerror(errno));
+}
+
+}  // namespace toy

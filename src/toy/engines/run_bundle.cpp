@@ -1,0 +1,206 @@
+// engines/run_bundle.cpp — run ids, atomic files, checkpoint discovery and the SVG loss plot.
+#include "toy/engines/run_bundle.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <stdexcept>
+
+namespace toy {
+
+namespace fs = std::filesystem;
+
+std::string new_run_id(std::string_view recipe) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return std::string(buf) + "-" + std::string(recipe);
+}
+
+void write_file_atomic(const std::string& path, std::string_view text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": write failed: " + why);
+  }
+}
+
+std::string checkpoint_model_path(const std::string& run_dir, int64_t step) {
+  return (fs::path(run_dir) / "weights" / ("step-" + std::to_string(step) + ".gguf")).string();
+}
+
+std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step) {
+  return (fs::path(run_dir) / "weights" / ("step-" + std::to_string(step) + ".optim.gguf")).string();
+}
+
+std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir) {
+  std::optional<Checkpoint> best;
+  const fs::path dir = fs::path(run_dir) / "weights";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    long long step = -1;
+    int used = 0;
+    if (std::sscanf(name.c_str(), "step-%lld.gguf%n", &step, &used) != 1 || size_t(used) != name.size() || step < 0) continue;
+    Checkpoint c{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
+    if (fs::exists(c.optimizer) && (!best || step > best->step)) best = c;
+  }
+  return best;
+}
+
+// ------------------------------------------------------------------------------------------
+// The loss plot.
+
+namespace {
+
+struct Axis {
+  double lo, hi, tick;  // data range and tick spacing
+};
+
+// Tick spacing of 1, 2 or 5 × 10^k giving about `n` intervals over [lo, hi].
+Axis nice_axis(double lo, double hi, int n) {
+  if (!(hi > lo)) hi = lo + 1;
+  const double raw = (hi - lo) / n, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double r = raw / mag;
+  const double tick = (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
+  return {lo, hi, tick};
+}
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+std::string label(double v, double tick) {
+  char b[32];
+  if (std::abs(v) >= 1e5) std::snprintf(b, sizeof b, "%.3g", v);
+  else {
+    const int digits = tick >= 1 ? 0 : int(std::ceil(-std::log10(tick) - 1e-9));
+    std::snprintf(b, sizeof b, "%.*f", digits, v);
+  }
+  return b;
+}
+
+std::string xml_escape(std::string_view s) {
+  std::string r;
+  for (char c : s) r += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : std::string(1, c);
+  return r;
+}
+
+// At most `max_points` points: consecutive buckets averaged.
+std::vector<CurvePoint> downsample(std::span<const CurvePoint> p, size_t max_points) {
+  if (p.size() <= max_points) return {p.begin(), p.end()};
+  std::vector<CurvePoint> r;
+  const double per = double(p.size()) / double(max_points);
+  for (size_t b = 0; b < max_points; ++b) {
+    const size_t i0 = size_t(double(b) * per), i1 = std::max(i0 + 1, size_t(double(b + 1) * per));
+    CurvePoint c;
+    for (size_t i = i0; i < i1; ++i) c.step += p[i].step, c.loss += p[i].loss;
+    r.push_back({c.step / double(i1 - i0), c.loss / double(i1 - i0)});
+  }
+  return r;
+}
+
+// Trailing moving average over `w` points.
+std::vector<CurvePoint> smooth(std::span<const CurvePoint> p, size_t w) {
+  std::vector<CurvePoint> r;
+  double s = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    s += p[i].loss;
+    if (i >= w) s -= p[i - w].loss;
+    r.push_back({p[i].step, s / double(std::min(i + 1, w))});
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const CurvePoint> eval_in, std::string_view title) {
+  auto finite = [](std::span<const CurvePoint> in) {
+    std::vector<CurvePoint> r;
+    for (const CurvePoint& c : in)
+      if (std::isfinite(c.loss) && std::isfinite(c.step)) r.push_back(c);
+    return r;
+  };
+  const std::vector<CurvePoint> train = finite(train_in), eval = finite(eval_in);
+  constexpr double W = 800, H = 480, L = 72, R = 24, T = 44, B = 56;  // canvas and margins
+  constexpr double px0 = L, px1 = W - R, py0 = T, py1 = H - B;         // plot area
+
+  double xmax = 1, ylo = INFINITY, yhi = -INFINITY;
+  for (const auto* s : {&train, &eval})
+    for (const CurvePoint& c : *s) xmax = std::max(xmax, c.step), ylo = std::min(ylo, c.loss), yhi = std::max(yhi, c.loss);
+  if (!std::isfinite(ylo)) ylo = 0, yhi = 1;
+  const double pad = std::max(0.05 * (yhi - ylo), 1e-3);
+  Axis ax = nice_axis(0, xmax, 8), ay = nice_axis(ylo - pad, yhi + pad, 6);
+  ay.lo = std::floor(ay.lo / ay.tick) * ay.tick;
+  ay.hi = std::ceil(ay.hi / ay.tick) * ay.tick;
+  auto X = [&](double s) { return px0 + (s - ax.lo) / (ax.hi - ax.lo) * (px1 - px0); };
+  auto Y = [&](double l) { return py1 - (l - ay.lo) / (ay.hi - ay.lo) * (py1 - py0); };
+
+  std::string s;
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"480\" viewBox=\"0 0 800 480\" "
+       "font-family=\"sans-serif\" font-size=\"12\">\n";
+  s += "<rect width=\"800\" height=\"480\" fill=\"white\"/>\n";
+  s += "<text x=\"" + num(W / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
+  // Grid, ticks and tick labels.
+  for (double v = std::ceil(ax.lo / ax.tick) * ax.tick; v <= ax.hi + 1e-9 * ax.tick; v += ax.tick) {
+    s += "<line x1=\"" + num(X(v)) + "\" y1=\"" + num(py0) + "\" x2=\"" + num(X(v)) + "\" y2=\"" + num(py1 + 5) +
+         "\" stroke=\"#e5e5e5\"/>\n";
+    s += "<text x=\"" + num(X(v)) + "\" y=\"" + num(py1 + 20) + "\" text-anchor=\"middle\">" + label(v, ax.tick) + "</text>\n";
+  }
+  for (double v = ay.lo; v <= ay.hi + 1e-9 * ay.tick; v += ay.tick) {
+    s += "<line x1=\"" + num(px0 - 5) + "\" y1=\"" + num(Y(v)) + "\" x2=\"" + num(px1) + "\" y2=\"" + num(Y(v)) +
+         "\" stroke=\"#e5e5e5\"/>\n";
+    s += "<text x=\"" + num(px0 - 9) + "\" y=\"" + num(Y(v) + 4) + "\" text-anchor=\"end\">" + label(v, ay.tick) + "</text>\n";
+  }
+  // Axes and their labels.
+  s += "<line x1=\"" + num(px0) + "\" y1=\"" + num(py1) + "\" x2=\"" + num(px1) + "\" y2=\"" + num(py1) + "\" stroke=\"black\"/>\n";
+  s += "<line x1=\"" + num(px0) + "\" y1=\"" + num(py0) + "\" x2=\"" + num(px0) + "\" y2=\"" + num(py1) + "\" stroke=\"black\"/>\n";
+  s += "<text x=\"" + num((px0 + px1) / 2) + "\" y=\"" + num(H - 14) + "\" text-anchor=\"middle\">step</text>\n";
+  s += "<text x=\"18\" y=\"" + num((py0 + py1) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " +
+       num((py0 + py1) / 2) + ")\">loss (cross-entropy, nats/token)</text>\n";
+
+  auto polyline = [&](const std::vector<CurvePoint>& p, const char* color, double width) {
+    if (p.empty()) return;
+    s += "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"" + num(width) + "\" points=\"";
+    for (const CurvePoint& c : p) s += num(X(c.step)) + "," + num(Y(c.loss)) + " ";
+    s += "\"/>\n";
+  };
+  const std::vector<CurvePoint> raw = downsample(train, 1600);
+  polyline(raw, "#a6cbe6", 1);
+  if (raw.size() >= 20) polyline(smooth(raw, std::clamp<size_t>(raw.size() / 40, 2, 100)), "#1f5fa8", 2);
+  polyline(eval, "#d62728", 2);
+  for (const CurvePoint& c : eval)
+    s += "<circle cx=\"" + num(X(c.step)) + "\" cy=\"" + num(Y(c.loss)) + "\" r=\"3\" fill=\"#d62728\"/>\n";
+
+  // Legend (top right).
+  const double lx = px1 - 190, ly = py0 + 10;
+  s += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" width=\"180\" height=\"" + num(eval.empty() ? 28 : 46) +
+       "\" fill=\"white\" stroke=\"#bbbbbb\"/>\n";
+  s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 14) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(ly + 14) +
+       "\" stroke=\"#1f5fa8\" stroke-width=\"2\"/>\n";
+  s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 18) + "\">train loss (" + std::to_string(train.size()) + " steps)</text>\n";
+  if (!eval.empty()) {
+    s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 32) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(ly + 32) +
+         "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
+    s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 36) + "\">eval loss (held out)</text>\n";
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace toy

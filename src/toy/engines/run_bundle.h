@@ -1,0 +1,45 @@
+// engines/run_bundle.h — the directory a training run writes, and its loss plot.
+//
+//   runs/<id>/config.json           the exact settings (what --resume reads back)
+//   runs/<id>/events.jsonl          the event log (events.h, docs/events.md)
+//   runs/<id>/weights/step-N.gguf   model checkpoints after N updates (standard GGUF)
+//   runs/<id>/weights/step-N.optim.gguf   the optimizer state beside the latest one
+//   runs/<id>/weights/final.gguf    the last checkpoint of a completed run (a hard link)
+//   runs/<id>/loss.svg              training and eval loss curves
+// Every file is written to a temporary name and renamed into place, so a killed run never
+// leaves a torn file, and the previous checkpoint survives a crash during the next one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace toy {
+
+// "20261130-034501-from-scratch": UTC date and time, then the recipe name.
+std::string new_run_id(std::string_view recipe);
+
+// Writes `text` to `path` through `<path>.tmp.<pid>` and a rename. Throws std::runtime_error.
+void write_file_atomic(const std::string& path, std::string_view text);
+
+struct Checkpoint {
+  int64_t step = 0;          // updates done
+  std::string model;         // weights/step-N.gguf
+  std::string optimizer;     // weights/step-N.optim.gguf (may not exist for old checkpoints)
+};
+std::string checkpoint_model_path(const std::string& run_dir, int64_t step);
+std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step);
+// The newest checkpoint of `run_dir` that has both files, if any.
+std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir);
+
+struct CurvePoint {
+  double step = 0, loss = 0;
+};
+// A self-contained SVG line chart: the per-step training loss (thin) with its moving average,
+// eval losses as a line with markers, axes with ticks, axis labels, a title and a legend.
+std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title);
+
+}  // namespace toy

@@ -1,0 +1,91 @@
+// engines/train.cpp — the training step and checkpoint writing.
+#include "toy/engines/train.h"
+
+#include "toy/primitives/primitives.h"
+#include "toy/tokenizer/tokenizer.h"
+
+namespace toy {
+
+Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T) {
+  if (B <= 0 || T <= 0 || int64_t(ids.size()) != B * (T + 1))
+    throw ShapeError("make_batch: " + std::to_string(ids.size()) + " ids for B = " + std::to_string(B) + " sequences of T + 1 = " +
+                     std::to_string(T + 1));
+  std::vector<int32_t> in(size_t(B * T)), out(size_t(B * T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      in[size_t(b * T + t)] = ids[size_t(b * (T + 1) + t)];
+      out[size_t(b * T + t)] = ids[size_t(b * (T + 1) + t + 1)];
+    }
+  return {Tensor::from_ids({B, T}, in), Tensor::from_ids({B * T}, out)};
+}
+
+std::vector<Tensor> make_trainable(Model& m) {
+  std::vector<Tensor> params;
+  m.for_each_param([&](Tensor& t) {
+    const std::string name = t.name();
+    t = t.clone().set_name(name);  // owned F32, dequantized if needed
+    t.requires_grad_();
+    params.push_back(t);
+  });
+  return params;
+}
+
+TrainEngine::TrainEngine(Model& m, TrainConfig c) : m_(m), c_(c), params_(make_trainable(m)), opt_(params_, c.adamw) {}
+
+Tensor TrainEngine::loss_of(const Batch& b) const {
+  auto [B, T] = b.tokens.dims<2>("train: tokens");
+  if (b.targets.shape() != Shape{B * T})
+    throw ShapeError("train: targets " + to_string(b.targets.shape()) + " for tokens " + to_string(b.tokens.shape()));
+  const int64_t V = m_.config().n_vocab;
+  Tensor logits = m_.forward(b.tokens, Ctx{.pos0 = 0, .kv = nullptr});  // [B, T, V]
+  return cross_entropy(logits.reshape({B * T, V}), b.targets);          // scalar
+}
+
+double TrainEngine::forward_backward(const Batch& b) {
+  for (Tensor& p : params_) p.zero_grad();
+  Tensor loss = loss_of(b);
+  loss.backward();
+  return loss.item();
+}
+
+StepResult TrainEngine::step(const Batch& b) {
+  StepResult r;
+  r.loss = forward_backward(b);
+  r.grad_norm = global_grad_norm(params_);
+  r.clip_scale = clip_grad_norm(params_, c_.clip, r.grad_norm);
+  r.lr = lr_at(c_.schedule, opt_.steps());
+  opt_.step(r.lr);
+  for (Tensor& p : params_) p.zero_grad();  // free the gradients between steps
+  return r;
+}
+
+double TrainEngine::evaluate(const Batch& b) const {
+  NoGrad no_grad;
+  return loss_of(b).item();
+}
+
+void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name) {
+  gguf::GgufWriter w;
+  m.write_metadata(w);  // general.architecture first, then <arch>.*
+  w.set("general.name", gguf::Value::of_string(name));
+  w.set("general.file_type", gguf::Value::of_u32(0));  // LLAMA_FTYPE_ALL_F32
+  if (tok) tok->write_gguf(w);
+  m.for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
+  w.write(path);
+}
+
+void write_optimizer_gguf(const AdamW& opt, const std::string& path,
+                          const std::vector<std::pair<std::string, gguf::Value>>& extra) {
+  gguf::GgufWriter w;
+  w.set("general.architecture", gguf::Value::of_string("toy.optimizer"));
+  w.set("toy.optim.name", gguf::Value::of_string("adamw"));
+  w.set("toy.optim.beta1", gguf::Value::of_f32(opt.config().beta1));
+  w.set("toy.optim.beta2", gguf::Value::of_f32(opt.config().beta2));
+  w.set("toy.optim.eps", gguf::Value::of_f32(opt.config().eps));
+  w.set("toy.optim.weight_decay", gguf::Value::of_f32(opt.config().weight_decay));
+  for (const auto& [k, v] : extra) w.set(k, v);
+  opt.save(w);
+  w.write(path);
+}
+
+}  // namespace toy

@@ -1,0 +1,94 @@
+// engines/train.h — L4: train a Model. One step is the model's own forward pass (the one
+// inference runs, with Ctx{pos0 = 0, kv = nullptr}), cross-entropy over every position,
+// backward through the recorded graph, global-norm clipping and AdamW.
+//
+// Glossary: B batch, T tokens per sequence (the context), V n_vocab.
+//
+//   logits = model.forward(tokens, {})                        [B, T, V]
+//   loss   = cross_entropy(logits.reshape([B·T, V]), targets) scalar, mean over B·T targets
+//   loss.backward();  clip(global_norm);  AdamW(lr_at(schedule, step))
+//
+// Not here: where batches come from (train_data.h), run bundles and the loop that drives steps
+// (recipes/). Everything here is deterministic: the same model, batches and config give the same
+// bits, whatever the thread count (the kernels reduce in a fixed order).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "toy/archs/model.h"
+#include "toy/engines/optimizer.h"
+
+namespace toy {
+
+class Tokenizer;
+
+// One batch: inputs and the token each input position must predict.
+struct Batch {
+  Tensor tokens;    // I32 [B, T]
+  Tensor targets;   // I32 [B·T], targets[b·T + t] follows tokens[b, t]
+};
+
+// B sequences of T + 1 ids laid end to end (ids.size() == B·(T + 1)): sequence i is
+// ids[i·(T+1), (i+1)·(T+1)); its inputs are its first T ids, its targets its last T.
+Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T);
+
+struct TrainConfig {
+  Schedule schedule;    // learning rate: peak, warm-up, cosine or constant
+  AdamWConfig adamw;    // betas, eps, weight decay
+  float clip = 1.0f;    // max global gradient norm; 0 disables clipping
+};
+
+struct StepResult {
+  double loss = 0;        // of this step's forward pass, before its update
+  double grad_norm = 0;   // global L2 norm of the gradient, before clipping
+  float lr = 0;           // learning rate used by the update
+  float clip_scale = 1;   // factor the gradient was scaled by (1: not clipped)
+};
+
+// Replaces every parameter of `m` by an owned F32 copy that requires grad (mapped, F16 or
+// quantized weights become trainable F32) and returns them in for_each_param order. A tied
+// embedding is one parameter; its gradient collects both uses through the graph.
+std::vector<Tensor> make_trainable(Model& m);
+
+class TrainEngine {
+ public:
+  // Makes `m`'s parameters trainable; `m` must outlive the engine.
+  TrainEngine(Model& m, TrainConfig c);
+
+  // Forward, loss and backward: leaves fresh gradients on params() and returns the loss.
+  double forward_backward(const Batch& b);
+  // forward_backward, then clipping and one AdamW update at lr_at(schedule, steps()).
+  StepResult step(const Batch& b);
+  // Mean cross-entropy of a batch under NoGrad (no graph, no gradients).
+  double evaluate(const Batch& b) const;
+
+  int64_t steps() const { return opt_.steps(); }  // updates done so far
+  Model& model() { return m_; }
+  const std::vector<Tensor>& params() const { return params_; }
+  AdamW& optimizer() { return opt_; }
+  const TrainConfig& config() const { return c_; }
+
+ private:
+  Tensor loss_of(const Batch& b) const;
+  Model& m_;
+  TrainConfig c_;
+  std::vector<Tensor> params_;
+  AdamW opt_;
+};
+
+// Writes the model as a standard GGUF: its metadata (general.architecture, <arch>.* hyper-
+// parameters), `general.name`, the tokenizer's `tokenizer.ggml.*` keys when one is given, and
+// every parameter as F32 under its GGUF name. Atomic (tmp + rename). No optimizer state: the
+// file is what llama.cpp and `toy infer` load.
+void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name);
+
+// The optimizer state beside a checkpoint (`step-N.optim.gguf`): AdamW's m, v and t, plus the
+// caller's keys (the data position, the seed, ...). Atomic.
+void write_optimizer_gguf(const AdamW& opt, const std::string& path,
+                          const std::vector<std::pair<std::string, gguf::Value>>& extra);
+
+}  // namespace toy

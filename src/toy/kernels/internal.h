@@ -1,0 +1,33 @@
+// kernels/internal.h — what the kernel files share; not part of the kernels API.
+//
+// matmul_wt runs in two steps: the activations x are converted once to
+// activation_dtype(wt) (matmul.cpp), then a column kernel computes y[:, n0:n1) from the
+// weight rows n0..n1 (scalar kernels in matmul.cpp, AVX2 ones in matmul_avx2.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "toy/tensor/quant.h"
+
+namespace toy::kernels::detail {
+
+// The converted activations: M rows, `stride` bytes apart, each K values in the activation
+// format: f32 (already rounded to F16/BF16 when the weights are), BlockQ8_0 or BlockQ8_K.
+struct Act {
+  const void* data;
+  int64_t stride;
+  int64_t M, K;
+  const uint8_t* row(int64_t m) const { return static_cast<const uint8_t*>(data) + m * stride; }
+};
+
+// Computes y[m, j] for all m < M and j < n, from the n weight rows at w (w_stride bytes apart);
+// y has row stride ldy. Each output element is computed the same way whatever n and M are.
+using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n);
+
+// AVX2 column kernel for weights of type wt (null for types without one). The F32 kernel also
+// serves the types that are dequantized to f32 row by row.
+ColumnKernel avx2_column_kernel(DType wt);
+// out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
+void avx2_round_to_f16(const float* x, float* out, int64_t n);
+
+}  // namespace toy::kernels::detail

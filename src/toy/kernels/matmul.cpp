@@ -1,0 +1,336 @@
+// kernels/matmul.cpp — matmul_wt: activation conversion, dispatch, and the portable kernels.
+//
+// y[m, n] = Σ_k x[m, k]·W[n, k] for a weight W in any supported dtype. As in llama.cpp's CPU
+// backend, x is first rounded to the weight's activation format (activation_dtype):
+//   F16 / BF16 weights:      x rounded to half / bfloat16; products are then exact in f32.
+//   Q4_0 / Q5_0 / Q8_0:      x quantized to Q8_0 blocks (32 values, half scale);
+//                            the block dot product Σ q_w·q_x is an exact integer.
+//   Q4_K / Q5_K / Q6_K:      x quantized to Q8_K blocks (256 values, f32 scale).
+//   Q4_1 / Q5_1 / Q8_K:      rows dequantized to f32 (no fast kernel; x stays f32).
+// The N output columns are split over threads; each element is computed by one thread in an
+// order fixed by its kernel (below and in matmul_avx2.cpp), so results do not depend on the
+// thread count. The scalar and AVX2 kernels sum in different orders (f32 results differ in the
+// last bits), and both are checked against reference.cpp.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "toy/kernels/cpu_features.h"
+#include "toy/kernels/internal.h"
+#include "toy/kernels/kernels.h"
+
+namespace toy::kernels {
+
+DType activation_dtype(DType wt) {
+  switch (wt) {
+    case DType::F16: return DType::F16;
+    case DType::BF16: return DType::BF16;
+    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
+    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return DType::Q8_K;
+    default: return DType::F32;
+  }
+}
+
+namespace {
+
+using detail::Act;
+using detail::ColumnKernel;
+
+// All 65536 halves as floats: the scalar path converts with a table lookup, as ggml does.
+const float* half_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = fp16_to_f32(uint16_t(h));
+    return t;
+  }();
+  return table.data();
+}
+
+// Round half to even for |v| < 2^22: adding 1.5·2^23 leaves the rounded integer in the low
+// mantissa bits (the same trick as ggml's nearest_int; equal to _mm256_round_ps(v, NEAREST)).
+inline int round_half_even(float v) {
+  const float f = v + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &f, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation conversion
+
+// llama.cpp's quantize_row_q8_0 for activations (its x86 AVX2 version): d = amax/127 stored as
+// half, q = round_half_even(x · 127/amax). Not quantize(Q8_0): that is ggml's weight quantizer,
+// which multiplies by 1/d and rounds ties away from zero.
+void quantize_row_q8_0_act(const float* x, BlockQ8_0* y, int64_t K) {
+  for (int64_t b = 0; b < K / QK; ++b, x += QK) {
+    float amax = 0;
+    for (int j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float id = amax != 0 ? 127.f / amax : 0.0f;
+    y[b].d = f32_to_fp16(amax / 127.f);
+    for (int j = 0; j < QK; ++j) y[b].qs[j] = int8_t(round_half_even(x[j] * id));
+  }
+}
+
+// Converts the M rows of x to `at` into buf; returns the view the column kernels read.
+Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx2, std::vector<uint8_t>& buf) {
+  if (at == DType::F32) return Act{x, K * 4, M, K};
+  const int64_t stride = at == DType::F16 || at == DType::BF16 ? K * 4 : row_bytes(at, K);
+  buf.resize(size_t(M * stride));
+  uint8_t* out = buf.data();
+  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      const float* xm = x + m * K;
+      uint8_t* om = out + m * stride;
+      float* fm = reinterpret_cast<float*>(om);
+      switch (at) {
+        case DType::F16:
+          if (avx2) {
+            detail::avx2_round_to_f16(xm, fm, K);
+          } else {
+            for (int64_t k = 0; k < K; ++k) fm[k] = fp16_to_f32(f32_to_fp16(xm[k]));
+          }
+          break;
+        case DType::BF16:
+          for (int64_t k = 0; k < K; ++k) fm[k] = bf16_to_f32(f32_to_bf16(xm[k]));
+          break;
+        case DType::Q8_0: quantize_row_q8_0_act(xm, reinterpret_cast<BlockQ8_0*>(om), K); break;
+        default: quantize(DType::Q8_K, xm, om, K); break;  // ggml's quantize_row_q8_K is the reference one
+      }
+    }
+  });
+  return Act{out, stride, M, K};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Portable kernels
+
+// f32 weights and the 16-bit floats: x (f32) · w (converted by `cvt`). Each dot product keeps
+// 8 partial sums (lane l takes k ≡ l mod 8), adds them pairwise in the order of the AVX2
+// horizontal sum, then adds the K mod 8 tail in order.
+template <class T, class Cvt>
+void float_columns(const Act& a, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n, Cvt cvt) {
+  const int64_t K = a.K;
+  for (int64_t j = 0; j < n; ++j) {
+    const T* wr = reinterpret_cast<const T*>(w + j * w_stride);
+    for (int64_t m = 0; m < a.M; ++m) {
+      const float* xr = reinterpret_cast<const float*>(a.row(m));
+      float acc[8] = {};
+      int64_t k = 0;
+      for (; k + 8 <= K; k += 8)
+        for (int l = 0; l < 8; ++l) acc[l] += xr[k + l] * cvt(wr[k + l]);
+      float s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+      for (; k < K; ++k) s += xr[k] * cvt(wr[k]);
+      y[m * ldy + j] = s;
+    }
+  }
+}
+
+void f32_columns(const Act& a, const uint8_t* w, int64_t ws, float* y, int64_t ldy, int64_t n) {
+  float_columns<float>(a, w, ws, y, ldy, n, [](float v) { return v; });
+}
+void f16_columns(const Act& a, const uint8_t* w, int64_t ws, float* y, int64_t ldy, int64_t n) {
+  const float* table = half_table();
+  float_columns<uint16_t>(a, w, ws, y, ldy, n, [table](uint16_t h) { return table[h]; });
+}
+void bf16_columns(const Act& a, const uint8_t* w, int64_t ws, float* y, int64_t ldy, int64_t n) {
+  float_columns<uint16_t>(a, w, ws, y, ldy, n, [](uint16_t h) { return bf16_to_f32(h); });
+}
+
+// Q4_0 / Q5_0 / Q8_0 weights against Q8_0 activations. The weight row is first decoded to
+// signed 8-bit values and block scales; then per block Σ q_w·q_x is an exact integer and
+// y = Σ_blocks (d_w·d_x)·Σ q_w·q_x in f32, block by block.
+void decode_q8_family(DType wt, const uint8_t* w, int64_t nb, int8_t* q, float* d) {
+  for (int64_t b = 0; b < nb; ++b, q += QK) {
+    if (wt == DType::Q8_0) {
+      const auto& blk = reinterpret_cast<const BlockQ8_0*>(w)[b];
+      d[b] = fp16_to_f32(blk.d);
+      std::memcpy(q, blk.qs, QK);
+    } else if (wt == DType::Q4_0) {
+      const auto& blk = reinterpret_cast<const BlockQ4_0*>(w)[b];
+      d[b] = fp16_to_f32(blk.d);
+      for (int l = 0; l < QK / 2; ++l) {
+        q[l] = int8_t((blk.qs[l] & 0x0f) - 8);
+        q[l + QK / 2] = int8_t((blk.qs[l] >> 4) - 8);
+      }
+    } else {  // Q5_0
+      const auto& blk = reinterpret_cast<const BlockQ5_0*>(w)[b];
+      d[b] = fp16_to_f32(blk.d);
+      uint32_t qh;
+      std::memcpy(&qh, blk.qh, 4);
+      for (int l = 0; l < QK / 2; ++l) {
+        q[l] = int8_t(((blk.qs[l] & 0x0f) | (qh >> l & 1) << 4) - 16);
+        q[l + QK / 2] = int8_t(((blk.qs[l] >> 4) | (qh >> (l + 16) & 1) << 4) - 16);
+      }
+    }
+  }
+}
+
+template <DType WT>
+void q8_family_columns(const Act& a, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n) {
+  const int64_t nb = a.K / QK;
+  const float* table = half_table();
+  std::vector<int8_t> q(static_cast<size_t>(a.K));
+  std::vector<float> d(static_cast<size_t>(nb));
+  for (int64_t j = 0; j < n; ++j) {
+    decode_q8_family(WT, w + j * w_stride, nb, q.data(), d.data());
+    for (int64_t m = 0; m < a.M; ++m) {
+      const auto* xb = reinterpret_cast<const BlockQ8_0*>(a.row(m));
+      float acc = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t isum = 0;
+        for (int l = 0; l < QK; ++l) isum += int32_t(q[size_t(b * QK + l)]) * xb[b].qs[l];
+        acc += d[size_t(b)] * table[xb[b].d] * float(isum);
+      }
+      y[m * ldy + j] = acc;
+    }
+  }
+}
+
+// K-quant weights against Q8_K activations. A super-block decodes to 256 small integers q
+// and, per group of 16 values, an integer scale sc and min mn, so that the weight is
+// d·sc·q − dmin·mn. With the activation x = d_x·q8 and its group sums bsum:
+//   Σ w·x = (d_x·d)·Σ_g sc_g·Σ q·q8 − (d_x·dmin)·Σ_g mn_g·bsum_g,
+// both sums exact integers. Q6_K has no mins: its q already has the −32 offset applied.
+struct SuperBlock {
+  float d, dmin;
+  int16_t sc[16], mn[16];
+};
+
+void decode_k_family(DType wt, const uint8_t* w, int64_t nsb, int8_t* q, SuperBlock* s) {
+  for (int64_t i = 0; i < nsb; ++i, q += QK_K) {
+    if (wt == DType::Q6_K) {
+      const auto& b = reinterpret_cast<const BlockQ6_K*>(w)[i];
+      s[i].d = fp16_to_f32(b.d);
+      s[i].dmin = 0;
+      for (int g = 0; g < 16; ++g) s[i].sc[g] = b.scales[g], s[i].mn[g] = 0;
+      for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t lo0 = b.ql[64 * h + l], lo1 = b.ql[64 * h + l + 32], hi = b.qh[32 * h + l];
+          int8_t* qq = q + 128 * h + l;
+          qq[0] = int8_t(((lo0 & 0x0f) | (hi & 3) << 4) - 32);
+          qq[32] = int8_t(((lo1 & 0x0f) | (hi >> 2 & 3) << 4) - 32);
+          qq[64] = int8_t(((lo0 >> 4) | (hi >> 4 & 3) << 4) - 32);
+          qq[96] = int8_t(((lo1 >> 4) | (hi >> 6 & 3) << 4) - 32);
+        }
+      continue;
+    }
+    // Q4_K / Q5_K share the scale packing and nibble layout (see tensor/quant.cpp).
+    const bool q5 = wt == DType::Q5_K;
+    const uint8_t* scales = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].scales : reinterpret_cast<const BlockQ4_K*>(w)[i].scales;
+    const uint8_t* qs = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].qs : reinterpret_cast<const BlockQ4_K*>(w)[i].qs;
+    const uint8_t* qh = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].qh : nullptr;
+    const uint16_t d = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].d : reinterpret_cast<const BlockQ4_K*>(w)[i].d;
+    const uint16_t dmin = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].dmin : reinterpret_cast<const BlockQ4_K*>(w)[i].dmin;
+    s[i].d = fp16_to_f32(d);
+    s[i].dmin = fp16_to_f32(dmin);
+    for (int sb = 0; sb < 8; ++sb) {  // sub-block of 32 = groups 2sb, 2sb+1
+      int sc, mn;
+      if (sb < 4) {
+        sc = scales[sb] & 63, mn = scales[sb + 4] & 63;
+      } else {
+        sc = (scales[sb + 4] & 0x0f) | (scales[sb - 4] >> 6) << 4;
+        mn = (scales[sb + 4] >> 4) | (scales[sb] >> 6) << 4;
+      }
+      s[i].sc[2 * sb] = s[i].sc[2 * sb + 1] = int16_t(sc);
+      s[i].mn[2 * sb] = s[i].mn[2 * sb + 1] = int16_t(mn);
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t byte = qs[32 * (sb / 2) + l];
+        int v = sb % 2 ? byte >> 4 : byte & 0x0f;
+        if (q5) v |= (qh[l] >> sb & 1) << 4;
+        q[32 * sb + l] = int8_t(v);
+      }
+    }
+  }
+}
+
+template <DType WT>
+void k_family_columns(const Act& a, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n) {
+  const int64_t nsb = a.K / QK_K;
+  std::vector<int8_t> q(static_cast<size_t>(a.K));
+  std::vector<SuperBlock> s(static_cast<size_t>(nsb));
+  for (int64_t j = 0; j < n; ++j) {
+    decode_k_family(WT, w + j * w_stride, nsb, q.data(), s.data());
+    for (int64_t m = 0; m < a.M; ++m) {
+      const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.row(m));
+      float acc = 0, acc_min = 0;
+      for (int64_t i = 0; i < nsb; ++i) {
+        const int8_t* qi = q.data() + i * QK_K;
+        int32_t isum = 0, imin = 0;
+        for (int g = 0; g < 16; ++g) {
+          int32_t gs = 0;
+          for (int l = 0; l < 16; ++l) gs += int32_t(qi[16 * g + l]) * xb[i].qs[16 * g + l];
+          isum += s[size_t(i)].sc[g] * gs;
+          imin += s[size_t(i)].mn[g] * xb[i].bsums[g];
+        }
+        acc += xb[i].d * s[size_t(i)].d * float(isum);
+        acc_min += -xb[i].d * s[size_t(i)].dmin * float(imin);
+      }
+      y[m * ldy + j] = acc + acc_min;
+    }
+  }
+}
+
+ColumnKernel scalar_column_kernel(DType wt) {
+  switch (wt) {
+    case DType::F32: return f32_columns;
+    case DType::F16: return f16_columns;
+    case DType::BF16: return bf16_columns;
+    case DType::Q4_0: return q8_family_columns<DType::Q4_0>;
+    case DType::Q5_0: return q8_family_columns<DType::Q5_0>;
+    case DType::Q8_0: return q8_family_columns<DType::Q8_0>;
+    case DType::Q4_K: return k_family_columns<DType::Q4_K>;
+    case DType::Q5_K: return k_family_columns<DType::Q5_K>;
+    case DType::Q6_K: return k_family_columns<DType::Q6_K>;
+    default: return nullptr;
+  }
+}
+
+// Types without a kernel of their own: dequantize a few weight rows to f32 and run the f32
+// kernel on them (x is f32 for these types).
+void dequantizing_columns(ColumnKernel f32, DType wt, const Act& a, const uint8_t* w, int64_t w_stride, float* y,
+                          int64_t ldy, int64_t n) {
+  constexpr int64_t kRows = 12;
+  std::vector<float> buf(size_t(kRows * a.K));
+  for (int64_t j = 0; j < n; j += kRows) {
+    const int64_t rows = std::min(kRows, n - j);
+    for (int64_t r = 0; r < rows; ++r) dequantize(wt, w + (j + r) * w_stride, buf.data() + r * a.K, a.K);
+    f32(a, reinterpret_cast<const uint8_t*>(buf.data()), a.K * 4, y + j, ldy, rows);
+  }
+}
+
+}  // namespace
+
+void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {
+  const DTypeInfo& ti = info(wt);
+  if (!dtype_supported(wt)) throw std::invalid_argument("matmul_wt: weights of type " + std::string(ti.name) + " are not supported");
+  if (M < 0 || N < 0 || K < 0 || K % ti.block_size != 0)
+    throw std::invalid_argument("matmul_wt: K = " + std::to_string(K) + " is not a multiple of the " +
+                                std::string(ti.name) + " block size " + std::to_string(ti.block_size));
+  if (M == 0 || N == 0) return;
+  const bool avx2 = simd() == Simd::avx2;
+  thread_local std::vector<uint8_t> act_buf;
+  const Act act = convert_activations(x, activation_dtype(wt), M, K, avx2, act_buf);
+
+  ColumnKernel kernel = avx2 ? detail::avx2_column_kernel(wt) : scalar_column_kernel(wt);
+  ColumnKernel f32 = avx2 ? detail::avx2_column_kernel(DType::F32) : scalar_column_kernel(DType::F32);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t w_stride = row_bytes(wt, K);
+  // Chunks of at least ~32k multiply-adds (smaller products stay on the calling thread). A
+  // decode step (M < 4) reads the weights once, so it takes 2 long chunks per thread: long
+  // sequential streams for the prefetcher. Multiples of 12 columns keep the prompt tiles
+  // (2 or 3 columns wide) full.
+  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, M * K));
+  if (M < 4) grain = std::max(grain, (N + 2 * num_threads() - 1) / (2 * num_threads()));
+  grain = (grain + 11) / 12 * 12;
+  parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
+    if (kernel)
+      kernel(act, wb + n0 * w_stride, w_stride, y + n0, N, n1 - n0);
+    else
+      dequantizing_columns(f32, wt, act, wb + n0 * w_stride, w_stride, y + n0, N, n1 - n0);
+  });
+}
+
+}  // namespace toy::kernels

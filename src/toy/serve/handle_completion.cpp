@@ -1,0 +1,170 @@
+// serve/handle_completion.cpp — POST /v1/completions and /v1/chat/completions.
+//
+// Order matters for the status codes: everything about the request (JSON, fields, model name,
+// chat template, prompt length) is checked first and answered with 4xx; only a valid request
+// waits for a slot (503 when the queue is full). A streamed answer then runs inside httplib's
+// chunked content provider, on the same HTTP thread, holding the slot until the last chunk; a
+// failed write (the client went away) ends generation and frees the slot at once.
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "toy/serve/completion.h"
+#include "toy/serve/openai_format.h"
+#include "toy/serve/server_impl.h"
+
+namespace toy::serve {
+namespace {
+
+// What a validated request turns into before it needs a slot.
+struct Job {
+  CompletionRequest req;
+  std::vector<int32_t> prompt;
+  GenerationSettings settings;
+  std::string echo_text;  // completions with echo: the prompt as text
+};
+
+// "12 + 40 tokens, 0.31 s" for the log.
+std::string summary(const CompletionResult& r) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "prompt %lld + completion %lld tokens (%s), %.2f s%s", (long long)r.prompt_tokens,
+                (long long)r.completion_tokens, r.finish_reason.c_str(), r.prompt_seconds + r.generate_seconds,
+                r.cancelled ? ", client went away" : "");
+  return buf;
+}
+
+// The prompt as token ids. Text is tokenized like llama.cpp's server: BOS as the tokenizer says,
+// special tokens written in the text (<|im_start|>) recognised.
+std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
+  const CompletionRequest& r = job.req;
+  const Tokenizer& t = *s.tokenizer;
+  if (r.endpoint == Endpoint::Chat) {
+    std::string text;
+    try {
+      text = s.prompter.render(r.messages, r.tools);
+    } catch (const std::exception& e) {  // TemplateError, or anything else the messages provoke: never a 5xx
+      throw ApiError(400, "The chat template (" + s.prompter.source().origin + ") cannot render these messages: " + e.what(), "messages",
+                     "chat_template_error");
+    }
+    return t.encode(text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  if (r.prompt_is_ids) {
+    for (int32_t id : r.prompt_ids)
+      if (id >= t.n_vocab())
+        throw bad_request("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(t.n_vocab()) + ")");
+    if (r.echo) job.echo_text = t.decode(r.prompt_ids);
+    return r.prompt_ids;
+  }
+  if (r.echo) job.echo_text = r.prompt_text;
+  return t.encode(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+}
+
+// Everything about a request that can be checked before it needs a slot; throws ApiError (4xx).
+Job prepare(const Server::Impl& s, const httplib::Request& http_req, Endpoint endpoint) {
+  if (s.stopping) throw ApiError(503, "The server is shutting down", "", "shutting_down");
+  Job job;
+  job.req = parse_request(parse_body(http_req), endpoint);
+  const CompletionRequest& r = job.req;
+  if (r.model && *r.model != s.config.model_name)
+    throw ApiError(404, "The model '" + *r.model + "' does not exist (this server has '" + s.config.model_name + "')", "model",
+                   "model_not_found");
+  job.prompt = prompt_tokens(s, job);
+  const char* prompt_param = endpoint == Endpoint::Chat ? "messages" : "prompt";
+  if (job.prompt.empty()) throw bad_request(prompt_param, "the prompt is empty", "empty_prompt");
+
+  // Length: prompt + completion must fit one slot's context. max_tokens beyond what is left is
+  // capped (finish_reason "length" then), but a prompt with no room for one token is refused.
+  const int64_t n_ctx = s.slots.n_ctx(), P = int64_t(job.prompt.size());
+  const int64_t wanted = r.max_tokens.value_or(endpoint == Endpoint::Chat ? n_ctx : 16);  // OpenAI's completions default: 16
+  if (P + (wanted > 0 ? 1 : 0) > n_ctx)
+    throw ApiError(400,
+                   "This model's maximum context length is " + std::to_string(n_ctx) + " tokens, but the prompt has " + std::to_string(P) +
+                       " tokens" + (wanted > 0 ? " and needs room for at least one more" : ""),
+                   prompt_param, "context_length_exceeded");
+  GenerationSettings& g = job.settings;
+  g.max_tokens = std::min(wanted, n_ctx - P);
+  g.sampler = {.temperature = r.temperature, .top_k = r.top_k, .top_p = r.top_p, .min_p = r.min_p, .repeat_penalty = 1.0f,
+               .repeat_last_n = 0, .seed = r.seed.value_or(std::random_device{}())};
+  g.stop = r.stop;
+  g.logprobs = r.logprobs;
+  g.prompt_logprobs = r.echo && r.logprobs >= 0;
+  g.presence_penalty = r.presence_penalty;
+  g.frequency_penalty = r.frequency_penalty;
+  g.logit_bias = r.logit_bias;
+  g.ignore_eos = r.ignore_eos;
+  return job;
+}
+
+// Streams the answer as server-sent events. httplib calls the provider after this returns; it
+// runs once and writes every chunk itself. State is shared because httplib copies the provider;
+// the slot is freed by whichever ends first: the provider, or the releaser when the connection
+// fails before the provider runs.
+void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease lease, Job job, ResponseHeader header, const std::string& route) {
+  struct Stream {
+    std::optional<SlotPool::Lease> lease;
+    Job job;
+    ChunkWriter writer;
+  };
+  const bool logprobs = job.req.logprobs >= 0;
+  auto st = std::make_shared<Stream>(Stream{std::move(lease), std::move(job), ChunkWriter(std::move(header), *s.tokenizer, logprobs)});
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the event stream
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [&s, st, route](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
+        CompletionResult r;
+        bool ok = true;
+        try {
+          // The first chunk carries the role (chat) or the echoed prompt with its logprobs
+          // (completions), so it goes out once the prompt is evaluated.
+          r = run_completion(
+              st->lease->engine(), *s.tokenizer, st->job.prompt, st->job.settings,
+              [&](const Delta& d) {
+                if (d.text.empty() && d.tokens.empty()) return sink.is_writable();  // nothing to send: is the client still there?
+                return ok = write(sse(st->writer.delta(d)));
+              },
+              [&](const std::vector<TokenLogprob>& prompt_scores) { return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores))); });
+          ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
+          if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(r)));
+          ok = ok && write("data: [DONE]\n\n");
+        } catch (const std::exception& e) {  // after the headers: an error event, and no [DONE]
+          s.log(route + ": generation failed: " + e.what());
+          ok = ok && write(sse(ApiError(500, std::string("Generation failed: ") + e.what(), "", "internal_error").body()));
+        }
+        const int slot = st->lease->slot();
+        st->lease.reset();  // free the slot before the connection winds down
+        r.cancelled = r.cancelled || !ok;
+        s.log(route + " (stream) slot " + std::to_string(slot) + ": " + summary(r));
+        if (!ok) return false;  // the client is gone: abort the connection
+        sink.done();
+        return true;
+      },
+      [st](bool) { st->lease.reset(); });
+}
+
+}  // namespace
+
+void Server::Impl::handle_completion(const httplib::Request& http_req, httplib::Response& res, Endpoint endpoint) {
+  Job job;
+  try {
+    job = prepare(*this, http_req, endpoint);
+  } catch (const ApiError& e) {
+    return send_error(res, e);
+  }
+
+  auto lease = slots.acquire();
+  if (!lease)
+    return send_error(res, stopping ? ApiError(503, "The server is shutting down", "", "shutting_down")
+                                    : ApiError(503, "The server is busy: all " + std::to_string(config.parallel) + " slots are generating and " +
+                                                        std::to_string(config.queue) + " requests are waiting; retry later",
+                                               "", "server_busy"));
+  ResponseHeader header = make_header(endpoint, config.model_name, job.req.include_usage);
+  if (job.req.stream) return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
+  CompletionResult r = run_completion(lease->engine(), *tokenizer, job.prompt, job.settings, [](const Delta&) { return true; });
+  lease->release();
+  log(http_req.path + " slot " + std::to_string(lease->slot()) + ": " + summary(r));
+  send_json(res, response_json(header, r, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));
+}
+
+}  // namespace toy::serve

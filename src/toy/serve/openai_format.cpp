@@ -1,0 +1,158 @@
+// serve/openai_format.cpp — response, chunk, usage and logprobs objects (see openai_format.h).
+#include "toy/serve/openai_format.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+namespace toy::serve {
+namespace {
+
+std::string random_id(const char* prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += hex[rng() % 16];
+  return id;
+}
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
+// Chosen tokens are shown as they appear in the text; alternatives with special tokens visible,
+// so an end-of-text alternative reads "</s>" rather than "".
+std::string chosen_text(const Tokenizer& t, int32_t id) { return t.piece(id, /*special=*/false); }
+std::string alt_text(const Tokenizer& t, int32_t id) { return t.piece(id, /*special=*/true); }
+
+json logprob_value(double lp) { return std::isfinite(lp) ? json(lp) : json(nullptr); }
+
+json chat_logprobs(const std::vector<TokenLogprob>& tokens, const Tokenizer& t) {
+  json content = json::array();
+  for (const TokenLogprob& tl : tokens) {
+    json top = json::array();
+    for (auto [id, lp] : tl.top) top.push_back({{"token", alt_text(t, id)}, {"logprob", logprob_value(lp)}, {"bytes", bytes_of(alt_text(t, id))}});
+    const std::string s = chosen_text(t, tl.id);
+    content.push_back({{"token", s}, {"logprob", logprob_value(tl.logprob)}, {"bytes", bytes_of(s)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// Legacy completions logprobs; `offset` is the text offset of the first token (advanced).
+json completion_logprobs(const std::vector<TokenLogprob>& tokens, const Tokenizer& t, size_t& offset) {
+  json toks = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+  for (const TokenLogprob& tl : tokens) {
+    const std::string s = chosen_text(t, tl.id);
+    toks.push_back(s);
+    lps.push_back(logprob_value(tl.logprob));
+    if (std::isnan(tl.logprob)) {
+      tops.push_back(nullptr);  // the first prompt token: nothing predicted it
+    } else {
+      json top = json::object();
+      for (auto [id, lp] : tl.top) top[alt_text(t, id)] = logprob_value(lp);
+      tops.push_back(top);
+    }
+    offs.push_back(offset);
+    offset += s.size();
+  }
+  return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
+}
+
+}  // namespace
+
+ResponseHeader make_header(Endpoint endpoint, const std::string& model, bool include_usage) {
+  return {.endpoint = endpoint,
+          .id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"),
+          .created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+          .model = model,
+          .include_usage = include_usage};
+}
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs, const std::string* echo) {
+  json out = {{"id", h.id},
+              {"object", h.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
+              {"created", h.created},
+              {"model", h.model},
+              {"system_fingerprint", "toy-" TOY_VERSION}};
+  json choice;
+  if (h.endpoint == Endpoint::Chat) {
+    choice = {{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}}},
+              {"logprobs", logprobs ? chat_logprobs(r.tokens, t) : json(nullptr)},
+              {"finish_reason", r.finish_reason}};
+  } else {
+    json lp = nullptr;
+    if (logprobs) {
+      size_t offset = 0;
+      std::vector<TokenLogprob> all = r.prompt;  // echo: the prompt's tokens come first
+      all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+      lp = completion_logprobs(all, t, offset);
+      if (echo) {  // generated tokens start right after the echoed text, whatever the prompt pieces add up to
+        size_t gen = echo->size();
+        for (size_t i = r.prompt.size(); i < all.size(); ++i) {
+          lp["text_offset"][i] = gen;
+          gen += chosen_text(t, all[i].id).size();
+        }
+      }
+    }
+    choice = {{"text", echo ? *echo + r.text : r.text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", r.finish_reason}};
+  }
+  out["choices"] = json::array({choice});
+  out["usage"] = usage_json(r.prompt_tokens, r.completion_tokens);
+  return out;
+}
+
+json ChunkWriter::chunk(json choice) {
+  json out = {{"id", h_.id},
+              {"object", h_.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", h_.created},
+              {"model", h_.model},
+              {"system_fingerprint", "toy-" TOY_VERSION},
+              {"choices", json::array({std::move(choice)})}};
+  if (h_.include_usage) out["usage"] = nullptr;
+  return out;
+}
+
+json ChunkWriter::first(const std::string& echo_text, const std::vector<TokenLogprob>& echo_tokens) {
+  if (h_.endpoint == Endpoint::Chat)
+    return chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+  json lp = nullptr;
+  if (logprobs_) lp = completion_logprobs(echo_tokens, t_, offset_);
+  offset_ = echo_text.size();
+  return chunk({{"text", echo_text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", nullptr}});
+}
+
+json ChunkWriter::delta(const Delta& d) {
+  if (h_.endpoint == Endpoint::Chat)
+    return chunk({{"index", 0},
+                  {"delta", {{"content", d.text}}},
+                  {"logprobs", logprobs_ ? chat_logprobs(d.tokens, t_) : json(nullptr)},
+                  {"finish_reason", nullptr}});
+  json lp = logprobs_ ? completion_logprobs(d.tokens, t_, offset_) : json(nullptr);
+  return chunk({{"text", d.text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", nullptr}});
+}
+
+json ChunkWriter::last(const std::string& finish_reason) {
+  if (h_.endpoint == Endpoint::Chat)
+    return chunk({{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
+  return chunk({{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
+}
+
+json ChunkWriter::usage(const CompletionResult& r) {
+  json out = chunk(json::object());
+  out["choices"] = json::array();
+  out["usage"] = usage_json(r.prompt_tokens, r.completion_tokens);
+  return out;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+}  // namespace toy::serve

@@ -1,0 +1,66 @@
+// serve/openai_format.h — the JSON objects of OpenAI's completions and chat completions APIs.
+//
+// Shapes follow the API reference as the official SDKs parse them:
+//   completion        {"id","object":"text_completion","created","model","choices":[{"text","index",
+//                      "logprobs","finish_reason"}],"usage"}
+//   chat.completion   {"id","object":"chat.completion",...,"choices":[{"index","message":{"role",
+//                      "content"},"logprobs","finish_reason"}],"usage"}
+//   stream chunks     "chat.completion.chunk" with choices[].delta (the first carries the role,
+//                      the last an empty delta and finish_reason) / "text_completion" with text;
+//                      with stream_options.include_usage every chunk has "usage": null and one
+//                      more chunk with "choices": [] carries the usage.
+// Logprobs: chat {"content": [{"token","logprob","bytes","top_logprobs":[...]}]}; completions the
+// legacy {"tokens","token_logprobs","top_logprobs":[{text: logprob}],"text_offset"}.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "toy/serve/completion.h"
+#include "toy/serve/request.h"
+
+namespace toy::serve {
+
+using json = nlohmann::ordered_json;
+
+// What every response object of one request shares.
+struct ResponseHeader {
+  Endpoint endpoint;
+  std::string id;        // "chatcmpl-…" / "cmpl-…"
+  int64_t created = 0;   // unix seconds
+  std::string model;
+  bool include_usage = false;
+};
+
+ResponseHeader make_header(Endpoint endpoint, const std::string& model, bool include_usage);
+
+// The complete (non-streamed) answer. `echo`: the prompt text in front (completions only).
+json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs, const std::string* echo);
+
+// Builds the stream chunks of one request; keeps the running text offset for legacy logprobs.
+class ChunkWriter {
+ public:
+  ChunkWriter(ResponseHeader h, const Tokenizer& t, bool logprobs) : h_(std::move(h)), t_(t), logprobs_(logprobs) {}
+  json first(const std::string& echo_text, const std::vector<TokenLogprob>& echo_tokens);  // role (chat) / echoed prompt
+  json delta(const Delta& d);
+  json last(const std::string& finish_reason);
+  json usage(const CompletionResult& r);
+
+ private:
+  json chunk(json choice);
+  ResponseHeader h_;
+  const Tokenizer& t_;
+  bool logprobs_;
+  size_t offset_ = 0;
+};
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+
+// SSE framing: "data: <json>\n\n"; invalid UTF-8 from byte tokens becomes U+FFFD.
+std::string sse(const json& j);
+std::string dump(const json& j);
+
+}  // namespace toy::serve

@@ -1,0 +1,246 @@
+// serve/request.cpp — field-by-field validation of completion and chat requests (see request.h).
+#include "toy/serve/request.h"
+
+#include <cmath>
+#include <limits>
+
+namespace toy::serve {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// The field, or null when it is absent or JSON null (OpenAI treats both as "not given").
+const json* field(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string json_type(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "null";
+  }
+}
+
+ApiError wrong_type(const std::string& param, const char* want, const json& got) {
+  return ApiError(400, "'" + param + "': expected " + want + ", got " + json_type(got), param, "invalid_type");
+}
+
+std::optional<double> number(const json& body, const char* key, double lo, double hi) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw wrong_type(key, "a number", *v);
+  const double x = v->get<double>();
+  if (!(x >= lo && x <= hi))
+    throw bad_request(key, "must be between " + json(lo).dump() + " and " + json(hi).dump() + ", got " + v->dump());
+  return x;
+}
+
+// An integer; 16.0 is accepted (JavaScript has no integer type), 16.5 is not.
+std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, int64_t hi) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (d != std::floor(d) || !(d >= double(lo) && d <= double(hi))) throw wrong_type(key, "an integer", *v);
+    return int64_t(d);
+  }
+  if (v->is_number_unsigned()) {
+    if (v->get<uint64_t>() > uint64_t(hi)) throw bad_request(key, "must be at most " + std::to_string(hi) + ", got " + v->dump());
+    return int64_t(v->get<uint64_t>());
+  }
+  if (!v->is_number_integer()) throw wrong_type(key, "an integer", *v);
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) throw bad_request(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  return x;
+}
+
+std::optional<bool> boolean(const json& body, const char* key) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw wrong_type(key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::optional<std::string> string(const json& body, const char* key) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) throw wrong_type(key, "a string", *v);
+  return v->get<std::string>();
+}
+
+// A token-id list: [1, 2, 3].
+std::optional<std::vector<int32_t>> id_list(const json& v) {
+  if (!v.is_array() || v.empty()) return std::nullopt;
+  std::vector<int32_t> ids;
+  for (const json& x : v) {
+    if (!x.is_number_integer() && !x.is_number_unsigned()) return std::nullopt;
+    const int64_t id = x.get<int64_t>();
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) return std::nullopt;
+    ids.push_back(int32_t(id));
+  }
+  return ids;
+}
+
+void parse_prompt(const json& body, CompletionRequest& r) {
+  const json* p = field(body, "prompt");
+  if (!p) throw ApiError(400, "'prompt' is required", "prompt", "missing_field");
+  if (p->is_string()) {
+    r.prompt_text = p->get<std::string>();
+    return;
+  }
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) return parse_prompt({{"prompt", (*p)[0]}}, r);
+  if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array()))
+    throw bad_request("prompt", "only one prompt per request is supported (got " + std::to_string(p->size()) + ")", "unsupported_value");
+  if (auto ids = id_list(*p)) {
+    r.prompt_ids = std::move(*ids);
+    r.prompt_is_ids = true;
+    return;
+  }
+  throw bad_request("prompt", "expected a string or an array of token ids", "invalid_type");
+}
+
+// Content as one string: a string, or text parts joined by newlines (the only part type a text
+// model can take).
+std::string content_text(const json& content, const std::string& param) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw wrong_type(param, "a string or an array of content parts", content);
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) throw wrong_type(pp, "a content part object", part);
+    const std::string type = part.value("type", "");
+    if (type != "text") throw bad_request(pp + ".type", "only \"text\" content parts are supported, got \"" + type + "\"", "unsupported_value");
+    if (!part.contains("text") || !part["text"].is_string()) throw ApiError(400, "'" + pp + ".text' must be a string", pp + ".text", "invalid_type");
+    if (!text.empty()) text += "\n";
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+void parse_messages(const json& body, CompletionRequest& r) {
+  const json* m = field(body, "messages");
+  if (!m) throw ApiError(400, "'messages' is required", "messages", "missing_field");
+  if (!m->is_array()) throw wrong_type("messages", "an array", *m);
+  if (m->empty()) throw bad_request("messages", "must contain at least one message", "empty_array");
+  for (size_t i = 0; i < m->size(); ++i) {
+    const json& msg = (*m)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) throw wrong_type(p, "an object", msg);
+    const json* role = field(msg, "role");
+    if (!role || !role->is_string()) throw ApiError(400, "'" + p + ".role' must be a string", p + ".role", role ? "invalid_type" : "missing_field");
+    std::string r_ = role->get<std::string>();
+    if (r_ != "system" && r_ != "user" && r_ != "assistant" && r_ != "tool" && r_ != "developer")
+      throw bad_request(p + ".role", "must be one of system, developer, user, assistant, tool; got \"" + r_ + "\"");
+    if (r_ == "developer") r_ = "system";  // OpenAI's newer name for the system role; templates know "system"
+    json out = msg;
+    out["role"] = r_;
+    const json* content = field(msg, "content");
+    if (content) out["content"] = content_text(*content, p + ".content");
+    else if (r_ == "assistant" && field(msg, "tool_calls")) out["content"] = "";  // a tool-calling turn has no text
+    else throw ApiError(400, "'" + p + ".content' is required", p + ".content", "missing_field");
+    r.messages.push_back(std::move(out));
+  }
+  if (const json* t = field(body, "tools")) {
+    if (!t->is_array()) throw wrong_type("tools", "an array", *t);
+    if (!t->empty()) r.tools = *t;
+  }
+}
+
+void parse_stop(const json& body, CompletionRequest& r) {
+  const json* s = field(body, "stop");
+  if (!s) return;
+  if (s->is_string()) {
+    if (!s->get<std::string>().empty()) r.stop.push_back(s->get<std::string>());
+    return;
+  }
+  if (!s->is_array()) throw wrong_type("stop", "a string or an array of strings", *s);
+  if (s->size() > 16) throw bad_request("stop", "at most 16 stop strings are supported");
+  for (const json& x : *s) {
+    if (!x.is_string()) throw wrong_type("stop[]", "a string", x);
+    if (!x.get<std::string>().empty()) r.stop.push_back(x.get<std::string>());
+  }
+}
+
+void parse_logit_bias(const json& body, CompletionRequest& r) {
+  const json* b = field(body, "logit_bias");
+  if (!b) return;
+  if (!b->is_object()) throw wrong_type("logit_bias", "an object of token id -> bias", *b);
+  for (auto it = b->begin(); it != b->end(); ++it) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(it.key(), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != it.key().size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+      throw bad_request("logit_bias", "keys must be token ids, got \"" + it.key() + "\"");
+    if (!it.value().is_number()) throw wrong_type("logit_bias[" + it.key() + "]", "a number", it.value());
+    const double v = it.value().get<double>();
+    if (!(v >= -100 && v <= 100)) throw bad_request("logit_bias", "values must be between -100 and 100");
+    r.logit_bias[int32_t(id)] = float(v);
+  }
+}
+
+}  // namespace
+
+CompletionRequest parse_request(const json& body, Endpoint endpoint) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  r.model = string(body, "model");
+  if (endpoint == Endpoint::Chat) parse_messages(body, r);
+  else parse_prompt(body, r);
+
+  constexpr int64_t kHuge = int64_t(1) << 40;  // "no limit"; capped at the context later
+  r.max_tokens = integer(body, "max_tokens", 0, kHuge);
+  if (endpoint == Endpoint::Chat)
+    if (auto m = integer(body, "max_completion_tokens", 0, kHuge)) r.max_tokens = m;
+  if (auto t = number(body, "temperature", 0, 2)) r.temperature = float(*t);
+  if (auto p = number(body, "top_p", 0, 1)) {
+    if (*p == 0) throw bad_request("top_p", "must be greater than 0");
+    r.top_p = float(*p);
+  }
+  if (auto k = integer(body, "top_k", 0, 1 << 30)) r.top_k = int(*k);
+  if (auto m = number(body, "min_p", 0, 1)) r.min_p = float(*m);
+  if (auto p = number(body, "presence_penalty", -2, 2)) r.presence_penalty = float(*p);
+  if (auto f = number(body, "frequency_penalty", -2, 2)) r.frequency_penalty = float(*f);
+  parse_logit_bias(body, r);
+  if (auto s = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) r.seed = uint64_t(*s);
+  if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("n", "only n = 1 is supported", "unsupported_value");
+  if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("best_of", "only best_of = 1 is supported", "unsupported_value");
+  parse_stop(body, r);
+  r.stream = boolean(body, "stream").value_or(false);
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw wrong_type("stream_options", "an object", *so);
+    if (!r.stream) throw bad_request("stream_options", "is only allowed when 'stream' is true");
+    r.include_usage = boolean(*so, "include_usage").value_or(false);
+  }
+  r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+
+  if (endpoint == Endpoint::Chat) {
+    const bool lp = boolean(body, "logprobs").value_or(false);
+    const auto top = integer(body, "top_logprobs", 0, 20);
+    if (top && !lp) throw bad_request("top_logprobs", "requires 'logprobs' to be true");
+    if (lp) r.logprobs = int(top.value_or(0));
+  } else {
+    if (auto lp = integer(body, "logprobs", 0, 20)) r.logprobs = int(*lp);
+    r.echo = boolean(body, "echo").value_or(false);
+    if (auto s = string(body, "suffix"); s && !s->empty()) throw bad_request("suffix", "is not supported", "unsupported_value");
+  }
+  if (const json* rf = field(body, "response_format")) {
+    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
+    if (rf->value("type", "") != "text") throw bad_request("response_format", "only {\"type\": \"text\"} is supported", "unsupported_value");
+  }
+  return r;
+}
+
+}  // namespace toy::serve

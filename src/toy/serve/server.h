@@ -1,0 +1,61 @@
+// serve/server.h — `toy serve`: an OpenAI-compatible HTTP server over one model.
+//
+// Routes (docs/serve.md has the full contract):
+//   GET  /health                     {"status": "ok", slots and queue}
+//   GET  /v1/models, /v1/models/{id} the one served model
+//   POST /v1/completions             text or token-id prompt; stream, logprobs, echo
+//   POST /v1/chat/completions        messages through the model's chat template; stream, logprobs
+//   POST /tokenize, /detokenize      llama.cpp-style extras
+// (each /v1/x also answers as /x). Requests are validated before they wait for a slot; each then
+// runs on one of `parallel` slots (a DecodeEngine with its own KV cache) on its HTTP thread, so
+// concurrent answers are independent. Slots are not batched together: concurrency comes from
+// threads (docs/serve.md says why). Not here: flag parsing and signals (cli/cmd_serve.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "toy/archs/model.h"
+#include "toy/serve/chat_prompt.h"
+#include "toy/tokenizer/tokenizer.h"
+
+namespace toy::serve {
+
+struct ServerConfig {
+  std::string model_name = "toy";     // the id clients must ask for (and /v1/models lists)
+  int parallel = 1;                   // slots: requests generating at once
+  int queue = 16;                     // requests that may wait for a slot; beyond that: 503
+  int64_t n_ctx = 0;                  // per slot; 0: the model's context, at most 4096
+  size_t max_body_bytes = 1 << 20;    // larger bodies: 413
+  std::string api_key;                // non-empty: /v1/* needs "Authorization: Bearer <key>"
+  int timeout_s = 30;                 // socket read/write timeout: how long a client may stall
+  bool log_requests = true;           // one line per completion on stderr
+};
+
+class Server {
+ public:
+  // The model and tokenizer must outlive the server.
+  Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, ChatPromptSource chat, ServerConfig config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port (port 0: an ephemeral port) and returns the port; throws std::runtime_error.
+  int bind(const std::string& host, int port);
+  // Serves until stop(); returns after in-flight requests have finished.
+  void run();
+  // Stops accepting, answers waiting requests 503, lets running ones finish. Any thread; idempotent.
+  void stop();
+
+  const ServerConfig& config() const;
+  const ChatPrompter& chat() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace toy::serve

@@ -1,0 +1,153 @@
+// tests/serve/sdk_test.mjs — `toy serve` driven by the official OpenAI Node SDK (openai@4).
+//
+// usage: node sdk_test.mjs BASE_URL MODEL      e.g. node sdk_test.mjs http://127.0.0.1:8080/v1 smol
+// Needs `npm install` next to it (package.json pins the SDK). tests/test_serve.cpp copies this file
+// into the build tree, installs the SDK there and runs it against a server it started. Prints one
+// line per check and exits 1 at the first failure.
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const [baseURL, model] = process.argv.slice(2);
+if (!baseURL || !model) {
+  console.error('usage: node sdk_test.mjs BASE_URL MODEL');
+  process.exit(2);
+}
+const client = new OpenAI({ baseURL, apiKey: 'not-needed', maxRetries: 0, timeout: 60_000 });
+const messages = [
+  { role: 'system', content: 'You are a helpful assistant.' },
+  { role: 'user', content: 'Tell me a story about a cat.' },
+];
+
+let checks = 0;
+async function check(name, fn) {
+  try {
+    await fn();
+    checks++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
+    process.exit(1);
+  }
+}
+
+function checkUsage(usage) {
+  assert.ok(usage.prompt_tokens > 0, 'prompt_tokens > 0');
+  assert.ok(usage.completion_tokens >= 0);
+  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+}
+
+await check('models.list', async () => {
+  const list = await client.models.list();
+  assert.ok(list.data.some((m) => m.id === model), `model ${model} listed`);
+  const m = await client.models.retrieve(model);
+  assert.equal(m.id, model);
+});
+
+let chatText;
+await check('chat.completions.create', async () => {
+  const r = await client.chat.completions.create({ model, messages, max_tokens: 12, temperature: 0 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  checkUsage(r.usage);
+  assert.ok(r.usage.completion_tokens <= 12);
+  if (r.choices[0].finish_reason === 'length') assert.equal(r.usage.completion_tokens, 12);
+  chatText = r.choices[0].message.content;
+});
+
+await check('chat.completions.create stream + include_usage', async () => {
+  const stream = await client.chat.completions.create({
+    model, messages, max_tokens: 12, temperature: 0, stream: true, stream_options: { include_usage: true },
+  });
+  let text = '', first = true, finish = null, usage = null, chunks = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (chunk.usage) { usage = chunk.usage; assert.equal(chunk.choices.length, 0); continue; }
+    const c = chunk.choices[0];
+    if (first) { assert.equal(c.delta.role, 'assistant'); first = false; }
+    text += c.delta.content ?? '';
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.ok(chunks >= 2);
+  assert.ok(['stop', 'length'].includes(finish));
+  assert.ok(usage, 'a usage chunk');
+  checkUsage(usage);
+  assert.equal(text, chatText, 'greedy stream == greedy non-stream');
+});
+
+await check('chat.completions.stream helper (finalChatCompletion)', async () => {
+  const runner = client.beta.chat.completions.stream({ model, messages, max_tokens: 12, temperature: 0 });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, chatText);
+});
+
+await check('chat logprobs', async () => {
+  const r = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const t of content) {
+    assert.equal(typeof t.token, 'string');
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 3);
+    assert.ok(Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-9, 'greedy picks the most likely token');
+    if (!t.token.includes('\uFFFD')) assert.deepEqual(t.bytes, [...Buffer.from(t.token, 'utf8')]);
+  }
+});
+
+let completionText;
+await check('completions.create', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 10, temperature: 0 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(typeof r.choices[0].text, 'string');
+  checkUsage(r.usage);
+  completionText = r.choices[0].text;
+});
+
+await check('completions.create stream', async () => {
+  const stream = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 10, temperature: 0, stream: true });
+  let text = '', finish = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'text_completion');
+    text += chunk.choices[0].text;
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.ok(['stop', 'length'].includes(finish));
+  assert.equal(text, completionText);
+});
+
+await check('completions echo + logprobs (prompt log-probs, as evaluation harnesses ask)', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 1, temperature: 0, echo: true, logprobs: 2 });
+  const lp = r.choices[0].logprobs;
+  const n = r.usage.prompt_tokens + r.usage.completion_tokens;
+  assert.equal(lp.tokens.length, n);
+  assert.equal(lp.token_logprobs.length, n);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  for (let i = 1; i < n; i++) {
+    assert.ok(lp.token_logprobs[i] <= 0);
+    assert.ok(Object.keys(lp.top_logprobs[i]).length >= 1);
+  }
+  assert.ok(r.choices[0].text.startsWith('Once upon a time'));
+});
+
+await check('completions with a token-id prompt', async () => {
+  const r = await client.completions.create({ model, prompt: [1, 2, 3], max_tokens: 3, temperature: 0 });
+  assert.equal(r.usage.prompt_tokens, 3);
+});
+
+await check('seeded sampling is reproducible', async () => {
+  const ask = () => client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 1, top_p: 0.9, seed: 42 });
+  const [a, b] = [await ask(), await ask()];
+  assert.equal(a.choices[0].text, b.choices[0].text);
+});
+
+await check('errors become typed SDK exceptions', async () => {
+  await assert.rejects(client.chat.completions.create({ model: 'no-such-model', messages }), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+  await assert.rejects(client.chat.completions.create({ model, messages: [] }), (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
+  await assert.rejects(client.chat.completions.create({ model, messages, temperature: 'hot' }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
+});
+
+console.log(`sdk_test: ${checks} checks passed`);

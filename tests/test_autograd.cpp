@@ -1,0 +1,415 @@
+// tests/test_autograd.cpp — every primitive's backward rule against central finite differences.
+//
+// How a check works (check_op below). An op struct gives `inputs(rng)` and `forward(x)`. The
+// harness draws a fixed random projection R of the output's shape and differentiates the scalar
+//     L(x) = Σ_i forward(x)_i · R_i
+// twice: by backprop (our rules; the seed is R, through mul + sum) and numerically, element by
+// element, with the central difference (L(x + h e) − L(x − h e)) / 2h evaluated under NoGrad.
+// Every F32 input is differentiated unless the op says otherwise (`differentiable(i)`).
+//
+// Why these tolerances (float32 throughout; L is summed in double from the f32 outputs):
+//   * truncation error of the central difference is h²/6 · L''' ≈ 2e-5 for h = 1e-2 and the
+//     O(1) third derivatives of inputs drawn from N(0, 1);
+//   * rounding: each f32 output carries ≈ 6e-8 relative error, so L carries ≈ √n · 6e-8 for
+//     n ≲ 1000 outputs of size O(1), i.e. ≲ 2e-6, which the division by 2h turns into ≲ 1e-4.
+//   Together ≲ 2e-4 absolute on gradients of size O(1); we accept |analytic − numeric| ≤
+//   atol + rtol·|numeric| with atol = 1e-3, rtol = 1e-2, i.e. 5× that margin. A wrong rule (a
+//   missing term, a transposed index, a dropped scale) shows up as errors of order the gradient
+//   itself, 100× above the bound. Ops with steeper curvature (soft-caps, the whole model) say why
+//   they change h or the tolerance. Measured (GRAD_VERBOSE=1 prints it): the worst error of
+//   every check stays below 0.1 of its bound, and HarnessCatchesAWrongRule shows that a rule off
+//   by 2% fails.
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <typeinfo>
+#include <span>
+#include <vector>
+
+#include "toy/archs/llama.h"
+#include "toy/blocks/blocks.h"
+#include "toy/kernels/kernels.h"
+#include "toy/primitives/primitives.h"
+
+using namespace toy;
+
+namespace {
+
+struct Rng {
+  std::mt19937 gen{1234};
+  Tensor normal(Shape s, float mean = 0.0f, float std = 1.0f) {
+    std::normal_distribution<float> d(mean, std);
+    Tensor t = Tensor::empty(std::move(s));
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_mut()[i] = d(gen);
+    return t;
+  }
+  Tensor ids(Shape s, int32_t n) {
+    std::uniform_int_distribution<int32_t> d(0, n - 1);
+    std::vector<int32_t> v(size_t(numel(s)));
+    for (int32_t& x : v) x = d(gen);
+    return Tensor::from_ids(std::move(s), v);
+  }
+};
+
+struct Tolerance {
+  double h = 1e-2, atol = 1e-3, rtol = 1e-2;
+};
+
+// L = Σ forward(x)·R in double from the f32 outputs.
+double projected(const Tensor& y, const Tensor& R) {
+  double s = 0;
+  const float *py = y.data(), *pr = R.data();
+  for (int64_t i = 0; i < y.numel(); ++i) s += double(py[i]) * pr[i];
+  return s;
+}
+
+// The checks run thousands of tiny forward passes: one thread avoids waking the pool for each.
+struct OneThread {
+  int prev = kernels::num_threads();
+  OneThread() { kernels::set_num_threads(1); }
+  ~OneThread() { kernels::set_num_threads(prev); }
+};
+
+template <class Op>
+void check_op() {
+  OneThread one_thread;
+  Rng rng;
+  std::vector<Tensor> x = Op::inputs(rng);
+  Tolerance tol;
+  if constexpr (requires { Op::tolerance(); }) tol = Op::tolerance();
+  auto differentiable = [&](size_t i) {
+    if (x[i].dtype() != DType::F32) return false;
+    if constexpr (requires { Op::differentiable(i); }) return Op::differentiable(i);
+    return true;
+  };
+  for (size_t i = 0; i < x.size(); ++i)
+    if (differentiable(i)) x[i].requires_grad_();
+
+  // Backprop.
+  Tensor y = Op::forward(x);
+  ASSERT_TRUE(y.requires_grad()) << "the op recorded no backward rule";
+  Tensor R = rng.normal(y.shape());
+  sum(mul(y, R)).backward();
+
+  // Central differences of the numeric side (the same forward, or a reference the op names).
+  NoGrad no_grad;
+  auto numeric_forward = [&]() {
+    if constexpr (requires { Op::reference(x); }) return Op::reference(x);
+    else return Op::forward(x);
+  };
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!differentiable(i)) {
+      EXPECT_FALSE(x[i].grad().defined()) << "input " << i << " got a gradient it should not";
+      continue;
+    }
+    ASSERT_TRUE(x[i].grad().defined()) << "input " << i << " got no gradient";
+    const Tensor g = x[i].grad();
+    ASSERT_EQ(g.shape(), x[i].shape());
+    double worst = 0, worst_a = 0, worst_n = 0;
+    int64_t worst_e = -1;
+    for (int64_t e = 0; e < x[i].numel(); ++e) {
+      float* p = x[i].data_mut() + e;
+      const float keep = *p;
+      *p = keep + float(tol.h);
+      const double up = projected(numeric_forward(), R);
+      *p = keep - float(tol.h);
+      const double down = projected(numeric_forward(), R);
+      *p = keep;
+      const double numeric = (up - down) / (2 * tol.h);
+      const double analytic = g.data()[e];
+      const double ratio = std::abs(analytic - numeric) / (tol.atol + tol.rtol * std::abs(numeric));
+      if (ratio > worst) worst = ratio, worst_a = analytic, worst_n = numeric, worst_e = e;
+    }
+    if (std::getenv("GRAD_VERBOSE")) std::printf("  %s input %zu: worst error / bound = %.3g\n", typeid(Op).name(), i, worst);
+    EXPECT_LE(worst, 1.0) << "input " << i << " " << to_string(x[i].shape()) << ", element " << worst_e
+                          << ": analytic " << worst_a << " vs numeric " << worst_n;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// One struct per op. Shapes are small so that every element can be perturbed.
+
+struct Add {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({3, 4}), r.normal({3, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return add(x[0], x[1]); }
+};
+
+struct AddSameInputTwice {  // x + x: both gradient contributions must add up
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({5})}; }
+  static Tensor forward(std::span<const Tensor> x) { return add(x[0], x[0]); }
+};
+
+struct Mul {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({3, 4}), r.normal({3, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return mul(x[0], x[1]); }
+};
+
+struct Scale {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 3, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return scale(x[0], -0.7f); }
+};
+
+struct Reshape {  // the view's gradient must come back in the input's shape
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 6})}; }
+  static Tensor forward(std::span<const Tensor> x) { return mul(x[0].reshape({3, 4}), x[0].reshape({3, 4})); }
+};
+
+struct Sum {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({4, 3})}; }
+  static Tensor forward(std::span<const Tensor> x) { return sum(x[0]); }
+};
+
+struct Silu {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({4, 8}, 0.0f, 2.0f)}; }
+  static Tensor forward(std::span<const Tensor> x) { return silu(x[0]); }
+};
+
+// gelu_tanh's forward rounds through fp16 like ggml's table (steps of ~1e-3 relative), which a
+// finite difference cannot see through; its backward is documented as the derivative of the
+// exact tanh curve, so the numeric side differentiates that curve, computed here in double.
+struct GeluTanh {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({4, 8}, 0.0f, 2.0f)}; }
+  static Tensor forward(std::span<const Tensor> x) { return gelu_tanh(x[0]); }
+  static Tensor reference(std::span<const Tensor> x) {
+    Tensor y = Tensor::empty(x[0].shape());
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double v = x[0].data()[i];
+      y.data_mut()[i] = float(0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+    }
+    return y;
+  }
+};
+
+struct Softcap {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({4, 8}, 0.0f, 3.0f)}; }
+  static Tensor forward(std::span<const Tensor> x) { return softcap(x[0], 5.0f); }
+};
+
+struct Linear {  // x: [B, T, in], W: [out, in], b: [out]
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 3, 8}), r.normal({5, 8}), r.normal({5})}; }
+  static Tensor forward(std::span<const Tensor> x) { return linear(x[0], x[1], x[2]); }
+};
+
+struct LinearNoBias {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({7, 6}), r.normal({4, 6})}; }
+  static Tensor forward(std::span<const Tensor> x) { return linear(x[0], x[1]); }
+};
+
+struct LinearFrozenInput {  // only W trains (the first layer of a model: x is data)
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({5, 6}), r.normal({3, 6})}; }
+  static bool differentiable(size_t i) { return i == 1; }
+  static Tensor forward(std::span<const Tensor> x) { return linear(x[0], x[1]); }
+};
+
+struct Embedding {  // repeated ids: their rows' gradients must add up (scatter-add)
+  static std::vector<Tensor> inputs(Rng& r) {
+    const std::vector<int32_t> ids = {3, 1, 3, 0, 5, 3};
+    return {r.normal({6, 4}), Tensor::from_ids({2, 3}, ids)};
+  }
+  static Tensor forward(std::span<const Tensor> x) { return embedding(x[0], x[1]); }
+};
+
+struct TiedEmbedding {  // one matrix used as lookup and as output projection
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({6, 4}), r.ids({5}, 6)}; }
+  static Tensor forward(std::span<const Tensor> x) { return linear(embedding(x[0], x[1]), x[0]); }
+};
+
+struct RmsNorm {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 3, 8}), r.normal({8}, 1.0f, 0.3f)}; }
+  static Tensor forward(std::span<const Tensor> x) { return rms_norm(x[0], x[1], 1e-5f); }
+};
+
+struct LayerNorm {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({3, 8}), r.normal({8}, 1.0f, 0.3f), r.normal({8})}; }
+  static Tensor forward(std::span<const Tensor> x) { return layer_norm(x[0], x[1], x[2], 1e-5f); }
+};
+
+struct RopeNorm {  // adjacent pairs, every dimension rotated, positions from 0
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 4, 3, 8})}; }
+  static Tensor forward(std::span<const Tensor> x) { return rope(x[0], 0, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}}); }
+};
+
+struct RopeNeoxPartial {  // half-split pairs, 4 of 8 dimensions rotated, positions from 7, freq factors
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 3, 2, 8})}; }
+  static Tensor forward(std::span<const Tensor> x) {
+    const std::vector<float> f = {1.0f, 4.0f};
+    return rope(x[0], 7, {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)});
+  }
+};
+
+// Attention: q [B, T, H, Dh], k, v [B, S, Hkv, Dh]. Scores are O(1) with scale 1/√Dh, so the
+// softmax's third derivatives stay O(1) and the default tolerance holds.
+struct AttentionCausal {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 4, 2, 4}), r.normal({2, 4, 2, 4}), r.normal({2, 4, 2, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
+};
+
+struct AttentionGqa {  // 4 query heads over 2 KV heads: dk, dv sum over the group
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 5, 4, 4}), r.normal({1, 5, 2, 4}), r.normal({1, 5, 2, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
+};
+
+struct AttentionCachedPrefix {  // S > T: queries sit at positions S − T … S − 1
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 3, 2, 4}), r.normal({1, 6, 1, 4}), r.normal({1, 6, 1, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
+};
+
+struct AttentionWindow {  // each query sees only the last 2 positions
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 6, 2, 4}), r.normal({1, 6, 1, 4}), r.normal({1, 6, 1, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .window = 2}); }
+};
+
+// Soft-capped scores: inputs ×2 so that the cap (2.0) bends the scores; tanh adds curvature,
+// so h is halved (truncation error /4) to keep the same margin.
+struct AttentionSoftcap {
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 4, 2, 4}, 0.0f, 2.0f), r.normal({1, 4, 2, 4}, 0.0f, 2.0f), r.normal({1, 4, 2, 4})};
+  }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .softcap = 2.0f}); }
+  static Tolerance tolerance() { return {.h = 5e-3}; }
+};
+
+// From 8 queries on, attention runs as blocked gemm products (32 queries a block): two blocks,
+// keys before the queries (S > T), then a window with a soft-cap inside one block.
+struct AttentionBlocks {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 36, 2, 4}), r.normal({1, 40, 1, 4}), r.normal({1, 40, 1, 4})}; }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
+};
+
+struct AttentionBlocksWindowSoftcap {
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({2, 12, 2, 4}, 0.0f, 2.0f), r.normal({2, 12, 1, 4}, 0.0f, 2.0f), r.normal({2, 12, 1, 4})};
+  }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .softcap = 2.0f, .window = 5}); }
+  static Tolerance tolerance() { return {.h = 5e-3}; }
+};
+
+struct CrossEntropy {  // logits [N, V], targets I32 [N]
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({6, 7}, 0.0f, 2.0f), r.ids({6}, 7)}; }
+  static Tensor forward(std::span<const Tensor> x) { return cross_entropy(x[0], x[1]); }
+};
+
+struct SwigluFfn {  // composed: linear, silu, mul — no rule of its own
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({2, 3, 4}), r.normal({6, 4}, 0.0f, 0.5f), r.normal({6, 4}, 0.0f, 0.5f), r.normal({4, 6}, 0.0f, 0.5f)};
+  }
+  static Tensor forward(std::span<const Tensor> x) {
+    return swiglu_ffn({.ffn_gate = x[1], .ffn_up = x[2], .ffn_down = x[3]}, x[0]);
+  }
+};
+
+// The whole training loss of a tiny tied Llama (2 layers, GQA 4/2, NORM rope): every
+// parameter, including the tied embedding (looked up and used as the output projection).
+// Weights are drawn with std 0.3 (not the 0.02 of training) so that every layer contributes
+// gradients of a measurable size. The loss is a mean over 10 targets of a 2-layer network:
+// its curvature is larger than a single op's, so atol is 2e-3 with h = 1e-2.
+struct LlamaLoss {
+  static LlamaHparams hparams() {
+    LlamaHparams hp;
+    hp.c = {.arch = "llama", .n_vocab = 11, .d_model = 8, .n_layer = 2, .n_head = 4, .n_kv_head = 2, .d_head = 2, .d_ff = 12, .n_ctx = 16};
+    hp.attn = {.n_head = 4, .n_kv_head = 2, .d_head = 2, .rope = {.mode = RopeMode::Norm, .n_rot = 2, .base = 10000.0f, .freq_factors = {}}, .options = {.scale = 0.70710678f}};
+    return hp;
+  }
+  static std::vector<Tensor> inputs(Rng& r) {
+    LlamaWeights w = LlamaModel::random_weights(hparams(), /*tied=*/true, 7);
+    LlamaModel m(hparams(), w);
+    std::vector<Tensor> x;
+    m.for_each_param([&](Tensor& t) { x.push_back(t.dim() == 2 ? r.normal(t.shape(), 0.0f, 0.3f) : r.normal(t.shape(), 1.0f, 0.2f)); });
+    x.push_back(r.ids({2, 5}, 11));   // tokens
+    x.push_back(r.ids({10}, 11));     // targets
+    return x;
+  }
+  static Tensor forward(std::span<const Tensor> x) {
+    LlamaWeights w = LlamaModel::random_weights(hparams(), true, 7);
+    LlamaModel m(hparams(), w);
+    size_t i = 0;
+    m.for_each_param([&](Tensor& t) { t = x[i++]; });
+    Tensor logits = m.forward(x[i], Ctx{});
+    return cross_entropy(logits.reshape({10, 11}), x[i + 1]);
+  }
+  static Tolerance tolerance() { return {.atol = 2e-3}; }
+};
+
+// Not an op: x² recorded with a rule that is 2% off, to show that the harness catches it.
+struct WrongRule {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({6})}; }
+  static Tensor forward(std::span<const Tensor> x) {
+    Tensor y = Tensor::empty(x[0].shape());
+    for (int64_t i = 0; i < y.numel(); ++i) y.data_mut()[i] = x[0].data()[i] * x[0].data()[i];
+    if (needs_grad({&x[0]}))
+      record(y, "wrong", {x[0]}, [x0 = x[0]](const Tensor& d) { return std::vector<Tensor>{scale(mul(d, x0), 2.04f)}; });
+    return y;
+  }
+};
+
+}  // namespace
+
+// Registration: one line per op.
+TEST(GradCheck, Add) { check_op<Add>(); }
+TEST(GradCheck, AddSameInputTwice) { check_op<AddSameInputTwice>(); }
+TEST(GradCheck, Mul) { check_op<Mul>(); }
+TEST(GradCheck, Scale) { check_op<Scale>(); }
+TEST(GradCheck, Reshape) { check_op<Reshape>(); }
+TEST(GradCheck, Sum) { check_op<Sum>(); }
+TEST(GradCheck, Silu) { check_op<Silu>(); }
+TEST(GradCheck, GeluTanh) { check_op<GeluTanh>(); }
+TEST(GradCheck, Softcap) { check_op<Softcap>(); }
+TEST(GradCheck, Linear) { check_op<Linear>(); }
+TEST(GradCheck, LinearNoBias) { check_op<LinearNoBias>(); }
+TEST(GradCheck, LinearFrozenInput) { check_op<LinearFrozenInput>(); }
+TEST(GradCheck, Embedding) { check_op<Embedding>(); }
+TEST(GradCheck, TiedEmbedding) { check_op<TiedEmbedding>(); }
+TEST(GradCheck, RmsNorm) { check_op<RmsNorm>(); }
+TEST(GradCheck, LayerNorm) { check_op<LayerNorm>(); }
+TEST(GradCheck, RopeNorm) { check_op<RopeNorm>(); }
+TEST(GradCheck, RopeNeoxPartial) { check_op<RopeNeoxPartial>(); }
+TEST(GradCheck, AttentionCausal) { check_op<AttentionCausal>(); }
+TEST(GradCheck, AttentionGqa) { check_op<AttentionGqa>(); }
+TEST(GradCheck, AttentionCachedPrefix) { check_op<AttentionCachedPrefix>(); }
+TEST(GradCheck, AttentionWindow) { check_op<AttentionWindow>(); }
+TEST(GradCheck, AttentionSoftcap) { check_op<AttentionSoftcap>(); }
+TEST(GradCheck, AttentionBlocks) { check_op<AttentionBlocks>(); }
+TEST(GradCheck, AttentionBlocksWindowSoftcap) { check_op<AttentionBlocksWindowSoftcap>(); }
+TEST(GradCheck, CrossEntropy) { check_op<CrossEntropy>(); }
+TEST(GradCheck, SwigluFfn) { check_op<SwigluFfn>(); }
+TEST(GradCheck, LlamaLoss) { check_op<LlamaLoss>(); }
+
+TEST(GradCheck, HarnessCatchesAWrongRule) { EXPECT_NONFATAL_FAILURE(check_op<WrongRule>(), "analytic"); }
+
+// ------------------------------------------------------------------------------------------
+// The tape itself.
+
+TEST(Autograd, NoGradRecordsNothing) {
+  Tensor w = Tensor::full({3}, 2.0f);
+  w.requires_grad_();
+  {
+    NoGrad ng;
+    Tensor y = mul(w, w);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(y.impl()->grad_fn, nullptr);
+  }
+  Tensor y = mul(w, w);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_NE(y.impl()->grad_fn, nullptr);
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
+  Tensor w = Tensor::from({2}, std::vector<float>{1.0f, -3.0f});
+  w.requires_grad_();
+  sum(mul(w, w)).backward();
+  sum(mul(w, w)).backward();
+  EXPECT_FLOAT_EQ(w.grad().data()[0], 4.0f);   // 2 · 2w
+  EXPECT_FLOAT_EQ(w.grad().data()[1], -12.0f);
+  w.zero_grad();
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(Autograd, BackwardNeedsAScalar) {
+  Tensor w = Tensor::full({2}, 1.0f);
+  w.requires_grad_();
+  EXPECT_THROW(mul(w, w).backward(), ShapeError);
+}

@@ -1,0 +1,207 @@
+// tests/test_eval.cpp — `toy eval`: per-token log-probs and perplexity, checked against the raw
+// logits that `toy eval --dump-logits` writes. The references are computed here, in double, from
+// the dumped logits (log-softmax, the window arithmetic of docs/eval.md), not by calling the
+// library code under test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <unistd.h>
+
+#include "fixtures.h"
+
+using json = nlohmann::json;
+using toy::test::run_toy;
+
+namespace {
+
+// Temporary files are per process: ctest -j runs tests as parallel processes.
+std::string tmp(const std::string& name) { return testing::TempDir() + "/toy_eval_" + std::to_string(::getpid()) + "_" + name; }
+
+constexpr const char* kModel = "real/llama-2-tiny-random.gguf";  // 32000-token SPM vocab, BOS 1, add_bos
+constexpr int kVocab = 32000;
+
+std::string join_ids(const std::vector<int>& ids) {
+  std::string s;
+  for (int id : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(id);
+  }
+  return s;
+}
+
+// The logits of `ids` ([T][V] float32) from `toy eval --ids ... --dump-logits`.
+std::vector<float> dumped_logits(const std::string& model, const std::vector<int>& ids) {
+  const std::string path = tmp("logits.f32");
+  const auto r = run_toy("eval " + model + " --ids " + join_ids(ids) + " --dump-logits " + path);
+  EXPECT_EQ(r.code, 0) << r.err;
+  const auto bytes = toy::test::read_bytes(path);
+  EXPECT_EQ(bytes.size(), ids.size() * kVocab * 4);
+  std::vector<float> z(bytes.size() / 4);
+  std::memcpy(z.data(), bytes.data(), bytes.size());
+  return z;
+}
+
+// log_softmax(row)[id], in long double.
+double ref_logprob(const float* row, int id) {
+  long double mx = row[0], s = 0;
+  for (int v = 1; v < kVocab; ++v) mx = std::max<long double>(mx, row[v]);
+  for (int v = 0; v < kVocab; ++v) s += std::exp((long double)row[v] - mx);
+  return double((long double)row[id] - mx - std::log(s));
+}
+
+std::vector<int> ids_of(const json& eval_json) {
+  std::vector<int> ids;
+  for (const json& t : eval_json["tokens"]) ids.push_back(t["id"]);
+  return ids;
+}
+
+std::string sample_text(int lines) {
+  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "cat", "sat", "on", "mat"};
+  std::string t;
+  for (int i = 0; i < lines; ++i) {
+    t += (i ? ".\n" : "") + std::string("Line ") + std::to_string(i) + ":";
+    for (int w = 0; w < 12; ++w) t += std::string(" ") + words[(i * 7 + w * 3) % 14];
+  }
+  return t + ".";  // no final newline: `--text "$(cat FILE)"` would drop it
+}
+
+}  // namespace
+
+TEST(Eval, LogprobsEqualLogSoftmaxOfDumpedLogits) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const auto r = run_toy("eval " + model.string() + " --text 'The cat sat on the mat.' --top-k 5 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const std::vector<int> ids = ids_of(j);
+  ASSERT_GE(ids.size(), 5u);
+  EXPECT_EQ(ids[0], 1);  // BOS
+  EXPECT_TRUE(j["tokens"][0]["logprob"].is_null());
+  const std::vector<float> z = dumped_logits(model.string(), ids);
+  double total = 0;
+  for (size_t t = 1; t < ids.size(); ++t) {
+    const float* row = z.data() + (t - 1) * kVocab;  // row t-1 predicts token t
+    const double want = ref_logprob(row, ids[t]);
+    total += want;
+    EXPECT_NEAR(j["tokens"][t]["logprob"].get<double>(), want, 1e-6) << "position " << t;
+    // The top-5: the five largest logits, most likely first (ties: lower id).
+    std::vector<int> order(kVocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + 5, order.end(), [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    ASSERT_EQ(j["tokens"][t]["top"].size(), 5u);
+    for (int k = 0; k < 5; ++k) {
+      EXPECT_EQ(j["tokens"][t]["top"][k]["id"], order[size_t(k)]);
+      EXPECT_NEAR(j["tokens"][t]["top"][k]["logprob"].get<double>(), ref_logprob(row, order[size_t(k)]), 1e-6);
+    }
+  }
+  const double n = double(ids.size() - 1);
+  EXPECT_NEAR(j["mean_logprob"].get<double>(), total / n, 1e-6);
+  EXPECT_NEAR(j["perplexity"].get<double>(), std::exp(-total / n), 1e-6 * std::exp(-total / n));
+}
+
+TEST(Eval, TextOutputKeepsTheSummaryLine) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const auto r = run_toy("eval " + model.string() + " --ids 1,450,6635,3290 --top-k 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // One line per token, then the summary as the last line.
+  EXPECT_NE(r.out.find("' cat'"), std::string::npos) << r.out;
+  const size_t last = r.out.rfind("tokens: 4  mean log-prob: ");
+  ASSERT_NE(last, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("perplexity: ", last), std::string::npos);
+}
+
+// llama.cpp's method: chunks of n_ctx, BOS over each chunk's first token, second half scored.
+TEST(Eval, PerplexityChunksMatchReferenceFromDumpedLogits) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const std::string text = sample_text(30), path = tmp("text.txt");
+  std::ofstream(path) << text;
+  const std::vector<int> tokens = ids_of(json::parse(run_toy("eval " + model.string() + " --text " + "\"$(cat " + path + ")\" --json").out));
+  const int n_ctx = 128;
+  ASSERT_GE(tokens.size(), size_t(3 * n_ctx));
+
+  const auto r = run_toy("eval " + model.string() + " --file " + path + " --ctx " + std::to_string(n_ctx) + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["method"], "llama.cpp-chunks");
+  EXPECT_EQ(j["n_tokens"], tokens.size());
+
+  const size_t n_chunk = tokens.size() / n_ctx;
+  double nll = 0;
+  size_t count = 0;
+  for (size_t c = 0; c < n_chunk; ++c) {
+    std::vector<int> chunk(tokens.begin() + long(c * n_ctx), tokens.begin() + long((c + 1) * n_ctx));
+    chunk[0] = 1;  // BOS replaces the chunk's first token
+    const std::vector<float> z = dumped_logits(model.string(), chunk);
+    for (int p = n_ctx / 2; p < n_ctx - 1; ++p, ++count) nll -= ref_logprob(z.data() + size_t(p) * kVocab, chunk[size_t(p + 1)]);
+  }
+  EXPECT_EQ(j["n_windows"], n_chunk);
+  EXPECT_EQ(j["n_scored"], count);
+  EXPECT_EQ(count, n_chunk * (n_ctx - 1 - n_ctx / 2));
+  const double ppl = std::exp(nll / double(count));
+  EXPECT_NEAR(j["ppl"].get<double>(), ppl, 1e-6 * ppl);
+  EXPECT_NEAR(j["window_ppl"].back().get<double>(), ppl, 1e-6 * ppl);
+
+  // --chunks limits the windows.
+  const json one = json::parse(run_toy("eval " + model.string() + " --file " + path + " --ctx 128 --chunks 1 --json").out);
+  EXPECT_EQ(one["n_windows"], 1);
+  EXPECT_NEAR(one["ppl"].get<double>(), j["window_ppl"][0].get<double>(), 1e-9);
+}
+
+// The strided sliding window: each token from position 1 on scored once, by the first window
+// that holds it with a token before it.
+TEST(Eval, PerplexityStridedMatchesReferenceFromDumpedLogits) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const std::string text = sample_text(14), path = tmp("text_strided.txt");
+  std::ofstream(path) << text;
+  const std::vector<int> tokens = ids_of(json::parse(run_toy("eval " + model.string() + " --text " + "\"$(cat " + path + ")\" --json").out));
+  const int n_ctx = 96, stride = 40;
+  const auto r = run_toy("eval " + model.string() + " --file " + path + " --ctx 96 --stride 40 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["method"], "strided");
+
+  const size_t N = tokens.size();
+  double nll = 0;
+  size_t count = 0, windows = 0, prev_end = 0;
+  for (size_t begin = 0;; begin += stride) {
+    const size_t end = std::min(begin + n_ctx, N);
+    const std::vector<int> w(tokens.begin() + long(begin), tokens.begin() + long(end));
+    const std::vector<float> z = dumped_logits(model.string(), w);
+    for (size_t p = std::max(prev_end, begin + 1); p < end; ++p, ++count) nll -= ref_logprob(z.data() + (p - 1 - begin) * kVocab, tokens[p]);
+    prev_end = end;
+    ++windows;
+    if (end == N) break;
+  }
+  EXPECT_EQ(count, N - 1);  // every token but the first, once
+  EXPECT_EQ(j["n_scored"], count);
+  EXPECT_EQ(j["n_windows"], windows);
+  const double ppl = std::exp(nll / double(count));
+  EXPECT_NEAR(j["ppl"].get<double>(), ppl, 1e-6 * ppl);
+
+  // stride == ctx: disjoint windows, and the text output form.
+  const auto t = run_toy("eval " + model.string() + " --file " + path + " --ctx 96 --stride 96");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("method: strided"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("perplexity: "), std::string::npos) << t.out;
+}
+
+TEST(Eval, UsageErrors) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const std::string m = model.string(), path = tmp("short.txt");
+  std::ofstream(path) << "Just a few words.";
+  EXPECT_EQ(run_toy("eval " + m).code, 2);                                             // nothing to score
+  EXPECT_EQ(run_toy("eval " + m + " --text hi --file " + path).code, 2);               // two inputs
+  EXPECT_EQ(run_toy("eval " + m + " --text hi --ctx 64").code, 2);                     // --ctx is for --file
+  EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 64 --stride 65").code, 2);
+  EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --dump-logits x.f32").code, 2);
+  EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 64").code, 3);           // fewer tokens than one chunk
+  EXPECT_EQ(run_toy("eval " + m + " --file /nonexistent.txt").code, 3);
+  EXPECT_EQ(run_toy("eval " + m + " --ids 1,2 --top-k -1").code, 2);
+  // A short text still works with the strided method (one window).
+  const auto r = run_toy("eval " + m + " --file " + path + " --ctx 64 --stride 32 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["n_windows"], 1);
+}

@@ -1,0 +1,351 @@
+// tests/test_kernels.cpp — fast kernels against the naive references, thread pool, determinism.
+//
+// Every matmul_wt path (each weight dtype, scalar and AVX2) and gemm (all transposes) is
+// compared with reference.h computed in double, on odd shapes. Results must be bit-identical
+// for 1, 2 and 3 threads, and row m of a matmul must not depend on how many rows come with it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "toy/kernels/cpu_features.h"
+#include "toy/kernels/kernels.h"
+#include "toy/kernels/reference.h"
+#include "toy/tensor/quant.h"
+
+using namespace toy;
+using namespace toy::kernels;
+
+namespace {
+
+// Restores the thread count and SIMD path a test changes.
+struct KernelState {
+  int threads = num_threads();
+  Simd path = simd();
+  ~KernelState() {
+    set_num_threads(threads);
+    set_simd(path);
+  }
+};
+
+std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// N rows of K weights of type t: quantized from N(0, 0.02) values where toy can quantize,
+// otherwise random bytes with sane half scales (every bit pattern of qs/scales is a valid block).
+std::vector<uint8_t> random_weights(DType t, int64_t N, int64_t K, uint32_t seed) {
+  std::vector<uint8_t> w(static_cast<size_t>(N * row_bytes(t, K)));
+  if (can_quantize(t)) {
+    auto f = randn(size_t(N * K), seed, 0.02f);
+    quantize(t, f.data(), w.data(), N * K);
+    return w;
+  }
+  std::mt19937 rng(seed);
+  for (uint8_t& b : w) b = uint8_t(rng());
+  std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
+  const int64_t blocks = N * K / QK_K;
+  for (int64_t i = 0; i < blocks; ++i) {
+    uint8_t* blk = w.data() + i * info(t).type_size;
+    const uint16_t d = f32_to_fp16(scale(rng)), dmin = f32_to_fp16(scale(rng));
+    if (t == DType::Q6_K) {
+      std::memcpy(blk + offsetof(BlockQ6_K, d), &d, 2);
+    } else {  // Q4_K, Q5_K: d and dmin lead the block
+      std::memcpy(blk, &d, 2);
+      std::memcpy(blk + 2, &dmin, 2);
+    }
+  }
+  return w;
+}
+
+// |fast − reference| allowed per element: f32 rounding of a K-term sum, relative to Σ|x·w|.
+std::vector<double> tolerance(const float* x, const void* w, DType t, int64_t M, int64_t N, int64_t K) {
+  std::vector<float> wn(static_cast<size_t>(K));
+  std::vector<double> tol(static_cast<size_t>(M * N));
+  for (int64_t n = 0; n < N; ++n) {
+    dequantize(t, static_cast<const uint8_t*>(w) + n * row_bytes(t, K), wn.data(), K);
+    for (int64_t m = 0; m < M; ++m) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += std::fabs(double(x[m * K + k]) * wn[size_t(k)]);
+      tol[size_t(m * N + n)] = 4e-7 * std::sqrt(double(K)) * s + 1e-30;
+    }
+  }
+  return tol;
+}
+
+std::vector<float> run_matmul(const std::vector<float>& x, const std::vector<uint8_t>& w, DType t, int64_t M,
+                              int64_t N, int64_t K) {
+  std::vector<float> y(static_cast<size_t>(M * N), -1.0f);
+  matmul_wt(x.data(), w.data(), t, y.data(), M, N, K);
+  return y;
+}
+
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0,
+                              DType::Q4_1, DType::Q5_1, DType::Q8_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+std::vector<Simd> paths() {
+  std::vector<Simd> p = {Simd::scalar};
+  if (cpu_has_avx2()) p.push_back(Simd::avx2);
+  return p;
+}
+
+const char* path_name(Simd s) { return s == Simd::avx2 ? "avx2" : "scalar"; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Thread pool
+
+TEST(KernelThreads, ParallelForCoversTheRangeInFixedChunks) {
+  KernelState keep;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(num_threads(), threads);
+    for (int64_t n : {0, 1, 5, 100, 1000, 100000}) {
+      for (int64_t grain : {1, 7, 64}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> chunks;
+        parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+          std::lock_guard lk(mu);
+          chunks.emplace_back(b, e);
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)], 1) << "n " << n << " i " << i;
+        std::sort(chunks.begin(), chunks.end());
+        for (size_t c = 0; c + 1 < chunks.size(); ++c) {
+          EXPECT_EQ(chunks[c].second, chunks[c + 1].first);
+          EXPECT_EQ(chunks[c].second - chunks[c].first, chunks[0].second - chunks[0].first);  // equal chunks
+        }
+        if (!chunks.empty()) {
+          EXPECT_GE(chunks[0].second - chunks[0].first, std::min(grain, n));
+        }
+        EXPECT_LE(chunks.size(), 256u);
+      }
+    }
+  }
+}
+
+TEST(KernelThreads, NestedCallsAndExceptions) {
+  KernelState keep;
+  set_num_threads(2);
+  std::atomic<int64_t> total{0};
+  parallel_for(8, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      parallel_for(100, 10, [&](int64_t b2, int64_t e2) { total += e2 - b2; });
+  });
+  EXPECT_EQ(total, 800);
+  EXPECT_THROW(parallel_for(100, 1, [](int64_t b, int64_t) {
+                 if (b == 50) throw std::runtime_error("chunk 50");
+               }),
+               std::runtime_error);
+  // The pool still works after an exception.
+  std::atomic<int64_t> after{0};
+  parallel_for(1000, 1, [&](int64_t b, int64_t e) { after += e - b; });
+  EXPECT_EQ(after, 1000);
+  EXPECT_THROW(set_num_threads(0), std::invalid_argument);
+}
+
+TEST(KernelThreads, SimdLevelNamesThePath) {
+  KernelState keep;
+  set_simd(Simd::scalar);
+  EXPECT_EQ(simd_level(), "scalar");
+  if (cpu_has_avx2()) {
+    set_simd(Simd::avx2);
+    EXPECT_EQ(simd_level(), "avx2+fma+f16c");
+  } else {
+    EXPECT_THROW(set_simd(Simd::avx2), std::invalid_argument);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// matmul_wt
+
+TEST(KernelMatmul, ActivationTypesFollowLlamaCpp) {
+  EXPECT_EQ(activation_dtype(DType::F32), DType::F32);
+  EXPECT_EQ(activation_dtype(DType::F16), DType::F16);
+  EXPECT_EQ(activation_dtype(DType::BF16), DType::BF16);
+  EXPECT_EQ(activation_dtype(DType::Q8_0), DType::Q8_0);
+  EXPECT_EQ(activation_dtype(DType::Q4_0), DType::Q8_0);
+  EXPECT_EQ(activation_dtype(DType::Q5_0), DType::Q8_0);
+  EXPECT_EQ(activation_dtype(DType::Q4_K), DType::Q8_K);
+  EXPECT_EQ(activation_dtype(DType::Q6_K), DType::Q8_K);
+  EXPECT_EQ(activation_dtype(DType::Q4_1), DType::F32);
+}
+
+TEST(KernelMatmul, ActivationRoundingOfQ8_0IsLlamaCpps) {
+  // q = round-half-even(x·127/amax): 63.5 → 64 (even), 0.5 → 0; d = half(amax/127).
+  std::vector<float> x(32, 0.0f), r(32);
+  x[0] = 127.0f, x[1] = 63.5f, x[2] = 0.5f, x[3] = -1.5f;
+  reference::round_activations(DType::Q8_0, x.data(), r.data(), 32);
+  EXPECT_EQ(r[0], 127.0f);
+  EXPECT_EQ(r[1], 64.0f);
+  EXPECT_EQ(r[2], 0.0f);
+  EXPECT_EQ(r[3], -2.0f);
+  // The fast kernel rounds the same way: x · e_k picks out the rounded activation.
+  KernelState keep;
+  for (Simd s : paths()) {
+    set_simd(s);
+    std::vector<BlockQ8_0> eye(32);
+    for (int k = 0; k < 32; ++k) {
+      eye[size_t(k)].d = f32_to_fp16(1.0f);
+      std::memset(eye[size_t(k)].qs, 0, 32);
+      eye[size_t(k)].qs[k] = 1;
+    }
+    std::vector<float> y(32);
+    matmul_wt(x.data(), eye.data(), DType::Q8_0, y.data(), 1, 32, 32);
+    for (int k = 0; k < 32; ++k) EXPECT_EQ(y[size_t(k)], r[size_t(k)]) << path_name(s) << " k " << k;
+  }
+}
+
+TEST(KernelMatmul, EveryDtypeAndPathMatchesTheReference) {
+  KernelState keep;
+  for (DType t : kWeightTypes) {
+    const int64_t bs = info(t).block_size;
+    const std::vector<int64_t> Ks = bs == 1 ? std::vector<int64_t>{13, 64, 200} : std::vector<int64_t>{bs, 3 * bs};
+    for (int64_t K : Ks)
+      for (int64_t M : {1, 3, 17})
+        for (int64_t N : {1, 7, 29}) {
+          const auto x = randn(size_t(M * K), uint32_t(M * 1000 + N * 10 + K));
+          const auto w = random_weights(t, N, K, uint32_t(K + N));
+          std::vector<float> ref(static_cast<size_t>(M * N));
+          reference::matmul_wt<double>(x.data(), w.data(), t, ref.data(), M, N, K);
+          const auto tol = tolerance(x.data(), w.data(), t, M, N, K);
+          for (Simd s : paths()) {
+            set_simd(s);
+            const auto y = run_matmul(x, w, t, M, N, K);
+            for (int64_t i = 0; i < M * N; ++i)
+              ASSERT_NEAR(y[size_t(i)], ref[size_t(i)], tol[size_t(i)])
+                  << name(t) << " " << path_name(s) << " M " << M << " N " << N << " K " << K << " at " << i;
+          }
+        }
+  }
+}
+
+TEST(KernelMatmul, ActivationRoundingIsSmall) {
+  // Against the exact product of f32 activations: error of the activation format only.
+  const int64_t M = 3, N = 16, K = 512;
+  const auto x = randn(size_t(M * K), 7);
+  for (DType t : kWeightTypes) {
+    const auto w = random_weights(t, N, K, 8);
+    std::vector<float> wn(static_cast<size_t>(K));
+    const auto y = run_matmul(x, w, t, M, N, K);
+    const double bound = t == DType::F16 ? 1e-3 : t == DType::BF16 ? 8e-3 : 2e-2;  // of Σ|x·w|
+    for (int64_t n = 0; n < N; ++n) {
+      dequantize(t, w.data() + n * row_bytes(t, K), wn.data(), K);
+      for (int64_t m = 0; m < M; ++m) {
+        double exact = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          exact += double(x[size_t(m * K + k)]) * wn[size_t(k)];
+          mag += std::fabs(double(x[size_t(m * K + k)]) * wn[size_t(k)]);
+        }
+        EXPECT_NEAR(y[size_t(m * N + n)], exact, bound * mag) << name(t);
+      }
+    }
+  }
+}
+
+TEST(KernelMatmul, BitIdenticalForAnyThreadCountAndBatch) {
+  KernelState keep;
+  const int64_t M = 17, N = 301, K = 512;
+  const auto x = randn(size_t(M * K), 11);
+  for (DType t : kWeightTypes) {
+    const auto w = random_weights(t, N, K, 12);
+    for (Simd s : paths()) {
+      set_simd(s);
+      set_num_threads(1);
+      const auto y1 = run_matmul(x, w, t, M, N, K);
+      for (int threads : {2, 3}) {
+        set_num_threads(threads);
+        const auto yt = run_matmul(x, w, t, M, N, K);
+        EXPECT_EQ(std::memcmp(y1.data(), yt.data(), y1.size() * 4), 0) << name(t) << " " << path_name(s) << " threads " << threads;
+      }
+      // Row m alone (decode) gives the same bits as row m inside the batch (prompt).
+      for (int64_t m : {0, 5, 16}) {
+        const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
+        const auto ym = run_matmul(xm, w, t, 1, N, K);
+        EXPECT_EQ(std::memcmp(ym.data(), y1.data() + m * N, size_t(N) * 4), 0) << name(t) << " " << path_name(s) << " row " << m;
+      }
+    }
+  }
+}
+
+TEST(KernelMatmul, RejectsBadShapes) {
+  std::vector<float> x(64), y(4);
+  std::vector<uint8_t> w(1024);
+  EXPECT_THROW(matmul_wt(x.data(), w.data(), DType::Q8_0, y.data(), 1, 1, 40), std::invalid_argument);
+  EXPECT_THROW(matmul_wt(x.data(), w.data(), DType::Q2_K, y.data(), 1, 1, 256), std::invalid_argument);
+  EXPECT_NO_THROW(matmul_wt(x.data(), w.data(), DType::Q8_0, y.data(), 0, 1, 32));
+}
+
+// ---------------------------------------------------------------------------------------------
+// gemm
+
+TEST(KernelGemm, AllTransposesMatchTheReference) {
+  KernelState keep;
+  struct Shape { int64_t M, N, K; };
+  for (Shape sh : {Shape{1, 1, 1}, Shape{7, 33, 19}, Shape{50, 70, 300}, Shape{13, 5, 600}, Shape{3, 4100, 20}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (bool acc : {false, true}) {
+          const auto A = randn(size_t(sh.M * sh.K), 21), B = randn(size_t(sh.K * sh.N), 22);
+          const auto C0 = randn(size_t(sh.M * sh.N), 23);
+          std::vector<float> ref = C0;
+          reference::gemm<double>(ta, tb, sh.M, sh.N, sh.K, A.data(), B.data(), ref.data(), acc);
+          for (Simd s : paths()) {
+            set_simd(s);
+            std::vector<float> C = C0;
+            gemm(ta, tb, sh.M, sh.N, sh.K, A.data(), B.data(), C.data(), acc);
+            for (int64_t m = 0; m < sh.M; ++m)
+              for (int64_t n = 0; n < sh.N; ++n) {
+                double mag = acc ? std::fabs(C0[size_t(m * sh.N + n)]) : 0;
+                for (int64_t k = 0; k < sh.K; ++k)
+                  mag += std::fabs(double(ta ? A[size_t(k * sh.M + m)] : A[size_t(m * sh.K + k)]) *
+                                   (tb ? B[size_t(n * sh.K + k)] : B[size_t(k * sh.N + n)]));
+                ASSERT_NEAR(C[size_t(m * sh.N + n)], ref[size_t(m * sh.N + n)], 1.2e-7 * double(sh.K + 1) * mag)
+                    << path_name(s) << " ta " << ta << " tb " << tb << " acc " << acc << " M " << sh.M << " N " << sh.N
+                    << " K " << sh.K;
+              }
+          }
+        }
+}
+
+TEST(KernelGemm, BitIdenticalForAnyThreadCount) {
+  KernelState keep;
+  const int64_t M = 300, N = 290, K = 530;
+  const auto A = randn(size_t(M * K), 31), B = randn(size_t(K * N), 32);
+  for (Simd s : paths()) {
+    set_simd(s);
+    set_num_threads(1);
+    std::vector<float> C1(static_cast<size_t>(M * N));
+    gemm(false, true, M, N, K, A.data(), B.data(), C1.data(), false);
+    for (int threads : {2, 3}) {
+      set_num_threads(threads);
+      std::vector<float> C(static_cast<size_t>(M * N));
+      gemm(false, true, M, N, K, A.data(), B.data(), C.data(), false);
+      EXPECT_EQ(std::memcmp(C1.data(), C.data(), C.size() * 4), 0) << path_name(s) << " threads " << threads;
+    }
+    // A row of C does not depend on the other rows: compute rows 100..102 alone.
+    std::vector<float> C3(static_cast<size_t>(3 * N));
+    gemm(false, true, 3, N, K, A.data() + 100 * K, B.data(), C3.data(), false);
+    EXPECT_EQ(std::memcmp(C3.data(), C1.data() + 100 * N, C3.size() * 4), 0) << path_name(s);
+  }
+}
+
+TEST(KernelGemm, EmptyInnerDimension) {
+  std::vector<float> C = {1, 2, 3, 4};
+  gemm(false, false, 2, 2, 0, nullptr, nullptr, C.data(), true);
+  EXPECT_EQ(C, (std::vector<float>{1, 2, 3, 4}));
+  gemm(false, false, 2, 2, 0, nullptr, nullptr, C.data(), false);
+  EXPECT_EQ(C, (std::vector<float>{0, 0, 0, 0}));
+}

@@ -1,0 +1,780 @@
+// tests/test_serve.cpp — `toy template` and `toy serve` end to end.
+//
+// The server is the real binary on an ephemeral loopback port (tests/serve/server_process.h),
+// on real/llama-2-tiny-random.gguf (the full 32000-token LLaMA-2 vocabulary, tiny random weights,
+// no chat template: ChatML). Covered: the chat-template CLI on every fixture case; the OpenAI
+// routes and their JSON; SSE chunk format; stop strings; logprobs against `toy eval`; greedy
+// output against `toy infer`; client mistakes and abuse (each with its documented status, after
+// which the server still serves); a client that stops reading or vanishes mid-stream; the
+// bounded queue; concurrency; SIGTERM; and the official `openai` npm SDK (skipped when node/npm
+// or the registry is unavailable).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "fixtures.h"
+#include "serve/server_process.h"
+#include "toy/serve/text_stream.h"
+
+using json = nlohmann::json;
+using toy::test::run_toy;
+using toy::test::ServerProcess;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kModel = "real/llama-2-tiny-random.gguf";
+
+// Temporary files are per process: ctest -j runs tests as parallel processes.
+std::string tmp(const std::string& name) { return testing::TempDir() + "/toy_serve_" + std::to_string(::getpid()) + "_" + name; }
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct Reply {
+  int status = 0;  // 0: no answer
+  std::string body;
+  json j() const { return json::parse(body, nullptr, false); }
+};
+
+Reply post(int port, const std::string& path, const std::string& body, int timeout_s = 60) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(timeout_s, 0);
+  auto r = c.Post(path.c_str(), body, "application/json");
+  return r ? Reply{r->status, r->body} : Reply{};
+}
+Reply post(int port, const std::string& path, const json& body) { return post(port, path, body.dump()); }
+
+Reply get(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(30, 0);
+  auto r = c.Get(path.c_str());
+  return r ? Reply{r->status, r->body} : Reply{};
+}
+
+// The JSON objects of an SSE body ("data: {...}\n\n" ... "data: [DONE]\n\n"); `done` tells
+// whether the [DONE] line came last.
+std::vector<json> sse_events(const std::string& body, bool* done) {
+  std::vector<json> events;
+  *done = false;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    std::string ev = body.substr(pos, end - pos);
+    pos = end + 2;
+    if (ev.rfind("data: ", 0) != 0) {
+      ADD_FAILURE() << "not an SSE data line: " << ev;
+      continue;
+    }
+    ev = ev.substr(6);
+    if (ev == "[DONE]") {
+      *done = true;
+      EXPECT_GE(pos, body.size()) << "[DONE] must be the last event";
+      continue;
+    }
+    events.push_back(json::parse(ev));
+  }
+  return events;
+}
+
+// A raw loopback connection, for what an HTTP client library would not do.
+struct RawConn {
+  int fd = -1;
+  explicit RawConn(int port, int rcvbuf = 0) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);  // before connect: sets the window
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) close();
+  }
+  ~RawConn() { close(); }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  bool send_all(const std::string& s) {
+    for (size_t off = 0; off < s.size();) {
+      const ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += size_t(n);
+    }
+    return true;
+  }
+  // Reads until `needle` appears or the peer closes (5 s at most).
+  std::string read_until(const std::string& needle) {
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    while (got.find(needle) == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, size_t(n));
+    }
+    return got;
+  }
+};
+
+std::string http_post_text(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+json health(int port) { return get(port, "/health").j(); }
+
+// Waits until the server reports `busy` slots generating (5 s at most).
+bool wait_busy(int port, int busy) {
+  for (int i = 0; i < 100; ++i) {
+    json h = health(port);
+    if (h.is_object() && h.value("slots_processing", -1) == busy) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A streaming request that takes a long time and whose client never reads: the server blocks in
+// write once the (small) socket buffers are full, holding its slot.
+std::unique_ptr<RawConn> hold_a_slot(int port) {
+  auto c = std::make_unique<RawConn>(port, /*rcvbuf=*/4096);
+  const json body = {{"model", "tiny"},
+                     {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                     {"max_tokens", 3000},
+                     {"ignore_eos", true},
+                     {"logprobs", true},
+                     {"top_logprobs", 20},
+                     {"stream", true}};
+  c->send_all(http_post_text("/v1/chat/completions", body.dump()));
+  c->read_until("data: ");  // the stream has started
+  return c;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// TextStream: what may be sent while stop strings can still match.
+
+TEST(ServeTextStream, StopStringsAcrossPiecesAndUtf8) {
+  toy::serve::TextStream t({"\n\nUser:", "END"});
+  EXPECT_EQ(t.push("Hello"), "Hello");
+  EXPECT_EQ(t.push(" world\n"), " world");  // "\n" may begin "\n\nUser:"
+  EXPECT_EQ(t.push("\nUs"), "");             // still a prefix
+  EXPECT_EQ(t.push("ual"), "\n\nUsual");     // no longer
+  EXPECT_FALSE(t.stopped());
+  EXPECT_EQ(t.push(" E"), " ");
+  EXPECT_EQ(t.push("NDx"), "");  // "END" complete: nothing after it, nor the stop string, is sent
+  EXPECT_TRUE(t.stopped());
+  EXPECT_EQ(t.stop_at(), std::string("Hello world\n\nUsual ").size());
+  EXPECT_EQ(t.push("more"), "");
+
+  toy::serve::TextStream u({});
+  EXPECT_EQ(u.push("caf\xC3"), "caf");       // "é" split over two byte tokens waits
+  EXPECT_EQ(u.push("\xA9!"), "\xC3\xA9!");
+  EXPECT_EQ(u.push("\xF0\x9F"), "");          // half an emoji
+  EXPECT_EQ(u.finish(), "\xF0\x9F");          // at the end, whatever is left goes out
+
+  toy::serve::TextStream v({"ab", "b"});      // the earliest match wins
+  EXPECT_EQ(v.push("xab"), "x");
+  EXPECT_TRUE(v.stopped());
+}
+
+// ---------------------------------------------------------------------------------------------
+// `toy template`: every fixture case renders to exactly llama.cpp's prompt.
+
+TEST(ServeTemplate, EveryFixtureCaseRendersExactly) {
+  const auto files = toy::test::fixture_files("chat-templates", ".json");
+  if (files.empty()) GTEST_SKIP() << "chat-template fixtures not found (set TOY_FIXTURES)";
+  int n = 0;
+  for (const fs::path& cases_path : files) {
+    const json spec = json::parse(toy::test::read_text(cases_path));
+    const fs::path tmpl = cases_path.parent_path() / spec["template"].get<std::string>();
+    for (size_t i = 0; i < spec["cases"].size(); ++i) {
+      const json& c = spec["cases"][i];
+      SCOPED_TRACE(tmpl.filename().string() + " case " + std::to_string(i));
+      const std::string msgs = tmp("messages.json");
+      std::ofstream(msgs) << c["messages"].dump();
+      const auto r = run_toy("template " + shell_quote(tmpl.string()) + " --messages " + msgs + " --bos-token " +
+                             shell_quote(spec["bos_token"]) + " --eos-token " + shell_quote(spec["eos_token"]) + " --today 2026-11-30");
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_EQ(r.out, c["prompt"].get<std::string>());
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 20);
+}
+
+TEST(ServeTemplate, InputsAndErrors) {
+  const std::string dir = tmp("dir");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/t_msgs.json") << R"({"messages": [{"role": "user", "content": "Hi"}]})";
+  std::ofstream(dir + "/t_plain.jinja") << "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}";
+  std::ofstream(dir + "/t_bad.jinja") << "{% for m in messages %}{{ m.content ";
+  std::ofstream(dir + "/t_bad.json") << "[{\"role\": ";
+
+  auto r = run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_msgs.json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "[user] Hi\n");  // the template's own newline, none added
+  r = run_toy("template " + dir + "/t_plain.jinja --messages -", R"([{"role": "user", "content": "stdin"}])");
+  EXPECT_EQ(r.out, "[user] stdin\n");
+  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja").code, 2);                                        // no --messages
+  EXPECT_EQ(run_toy("template " + dir + "/t_bad.jinja --messages " + dir + "/t_msgs.json").code, 3);       // template syntax
+  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_bad.json").code, 3);      // messages JSON
+  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_msgs.json --today 2026-13-45").code, 2);
+
+  // A GGUF without a template: ChatML, as the server uses; BOS is not a string in the output.
+  const fs::path model = toy::test::fixture(kModel);
+  if (model.empty()) return;
+  r = run_toy("template " + model.string() + " --messages " + dir + "/t_msgs.json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// One server for most tests: two slots, a short queue, a 1024-token context, a 64 KiB body limit.
+
+class Serve : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = toy::test::fixture(kModel);
+    if (model_.empty()) return;
+    server_ = new ServerProcess(model_.string(), "--name tiny --parallel 2 --queue 4 --ctx 1024 --max-body 65536 --timeout 30");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (model_.empty()) GTEST_SKIP() << "fixture " << kModel << " not found (set TOY_FIXTURES)";
+    ASSERT_NE(server_->port(), 0) << "the server did not start:\n" << server_->log();
+    port = server_->port();
+  }
+  void TearDown() override {
+    if (server_ && port) {
+      EXPECT_TRUE(server_->alive()) << "the server died:\n" << server_->log();
+    }
+  }
+  static inline fs::path model_;
+  static inline ServerProcess* server_ = nullptr;
+  int port = 0;
+};
+
+TEST_F(Serve, HealthModelsTokenize) {
+  json h = health(port);
+  EXPECT_EQ(h["status"], "ok");
+  EXPECT_EQ(h["slots_idle"], 2);
+  Reply m = get(port, "/v1/models");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(m.j()["object"], "list");
+  EXPECT_EQ(m.j()["data"][0]["id"], "tiny");
+  EXPECT_EQ(get(port, "/v1/models/tiny").status, 200);
+  EXPECT_EQ(get(port, "/v1/models/other").status, 404);
+
+  Reply t = post(port, "/tokenize", json{{"content", "Hello world"}, {"add_special", true}});
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(t.j()["tokens"][0], 1);  // BOS
+  const json ids = post(port, "/tokenize", json{{"content", "Hello world"}}).j()["tokens"];
+  Reply d = post(port, "/detokenize", json{{"tokens", ids}});
+  ASSERT_EQ(d.status, 200);
+  EXPECT_EQ(d.j()["content"], "Hello world");  // SPM: the space added in front is dropped again
+}
+
+TEST_F(Serve, GreedyCompletionEqualsToyInfer) {
+  const std::string prompt = "Once upon a time, there was a little girl who lived in a village near the forest.";
+  const auto infer = run_toy("infer " + model_.string() + " --prompt " + shell_quote(prompt) + " -n 24 --temp 0");
+  ASSERT_EQ(infer.code, 0) << infer.err;
+  ASSERT_FALSE(infer.out.empty());
+  const std::string expected = infer.out.substr(0, infer.out.size() - 1);  // infer ends with "\n"
+
+  Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.j();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["text"], expected);
+  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
+  if (j["choices"][0]["finish_reason"] == "length") {
+    EXPECT_EQ(j["usage"]["completion_tokens"], 24);
+  }
+
+  // The same through the streaming path and with token ids as the prompt.
+  r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"stream", true}});
+  bool done = false;
+  std::string text;
+  for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(text, expected);
+  const json ids = post(port, "/tokenize", json{{"content", prompt}, {"add_special", true}}).j()["tokens"];
+  r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", ids}, {"max_tokens", 24}, {"temperature", 0}});
+  EXPECT_EQ(r.j()["choices"][0]["text"], expected);
+}
+
+TEST_F(Serve, ChatCompletionObject) {
+  Reply r = post(port, "/v1/chat/completions",
+                 json{{"model", "tiny"}, {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi!"}}}},
+                      {"max_tokens", 8}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.j();
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(j["model"], "tiny");
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(j["choices"][0]["message"]["content"].is_string());
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  // The prompt is the ChatML rendering (`toy template` prints it), tokenized with BOS.
+  const std::string chatml = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n";
+  const json ids = post(port, "/tokenize", json{{"content", chatml}, {"add_special", true}}).j()["tokens"];
+  EXPECT_EQ(j["usage"]["prompt_tokens"], ids.size());
+  // Content parts are joined text; "developer" is the system role.
+  Reply parts = post(port, "/v1/chat/completions",
+                     json{{"model", "tiny"},
+                          {"messages", {{{"role", "developer"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hi!"}}}}}}},
+                          {"max_tokens", 8}, {"temperature", 0}});
+  ASSERT_EQ(parts.status, 200) << parts.body;
+  EXPECT_EQ(parts.j()["choices"][0]["message"]["content"], j["choices"][0]["message"]["content"]);
+}
+
+TEST_F(Serve, StreamingChunkFormat) {
+  const json msgs = {{{"role", "user"}, {"content", "Tell me a story."}}};
+  Reply whole = post(port, "/v1/chat/completions", json{{"model", "tiny"}, {"messages", msgs}, {"max_tokens", 10}, {"temperature", 0}});
+  Reply r = post(port, "/v1/chat/completions",
+                 json{{"model", "tiny"}, {"messages", msgs}, {"max_tokens", 10}, {"temperature", 0}, {"stream", true},
+                      {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  bool done = false;
+  const auto ev = sse_events(r.body, &done);
+  EXPECT_TRUE(done);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    EXPECT_EQ(ev[i]["object"], "chat.completion.chunk");
+    EXPECT_EQ(ev[i]["id"], ev[0]["id"]);
+    EXPECT_TRUE(ev[i].contains("usage"));  // null on all but the last
+    if (i + 2 < ev.size()) {
+      EXPECT_TRUE(ev[i]["choices"][0]["finish_reason"].is_null());
+      EXPECT_TRUE(ev[i]["usage"].is_null());
+      text += ev[i]["choices"][0]["delta"].value("content", "");
+    }
+  }
+  const json& last = ev[ev.size() - 2];
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], whole.j()["choices"][0]["finish_reason"]);
+  EXPECT_TRUE(ev.back()["choices"].empty());
+  EXPECT_EQ(ev.back()["usage"], whole.j()["usage"]);
+  EXPECT_EQ(text, whole.j()["choices"][0]["message"]["content"]);
+
+  // Without include_usage there is no usage key at all.
+  r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hello"}, {"max_tokens", 3}, {"stream", true}});
+  for (const json& e : sse_events(r.body, &done)) {
+    EXPECT_EQ(e["object"], "text_completion");
+    EXPECT_FALSE(e.contains("usage"));
+  }
+  EXPECT_TRUE(done);
+}
+
+TEST_F(Serve, StopStringsSpanningTokens) {
+  const json base = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
+  json with_tokens = base;
+  with_tokens["logprobs"] = 0;
+  const json full = post(port, "/v1/completions", with_tokens).j();
+  const std::string text = full["choices"][0]["text"];
+  const json pieces = full["choices"][0]["logprobs"]["tokens"];
+  // A stop string that starts inside one token and ends inside the next: the last two bytes of
+  // one piece and the first two of the following one (ASCII pieces of at least 3 bytes).
+  auto ascii = [](const std::string& s) { return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; }); };
+  std::string stop;
+  for (size_t i = 2; i + 1 < pieces.size() && stop.empty(); ++i) {
+    const std::string a = pieces[i], b = pieces[i + 1];
+    if (a.size() >= 3 && b.size() >= 3 && ascii(a.substr(a.size() - 2)) && ascii(b.substr(0, 2))) stop = a.substr(a.size() - 2) + b.substr(0, 2);
+  }
+  if (stop.empty()) GTEST_SKIP() << "no two adjacent pieces of 3+ bytes in: " << text;
+  const size_t first = text.find(stop);
+  ASSERT_NE(first, std::string::npos);
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "stream" : "whole");
+    json body = base;
+    body["stop"] = json::array({"no such text", stop});
+    body["stream"] = stream;
+    Reply r = post(port, "/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string got, finish;
+    if (stream) {
+      bool done = false;
+      for (const json& e : sse_events(r.body, &done)) {
+        got += e["choices"][0]["text"].get<std::string>();
+        if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+      }
+    } else {
+      got = r.j()["choices"][0]["text"];
+      finish = r.j()["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(got, text.substr(0, first));  // the stop string itself is not sent
+    EXPECT_EQ(finish, "stop");
+  }
+  // A plain string works too.
+  json body = base;
+  body["stop"] = stop;
+  EXPECT_EQ(post(port, "/v1/completions", body).j()["choices"][0]["text"], text.substr(0, first));
+}
+
+TEST_F(Serve, EchoLogprobsEqualToyEval) {
+  const std::string text = "The cat sat on the mat and looked at the dog.";
+  Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", text}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json lp = r.j()["choices"][0]["logprobs"];
+  EXPECT_EQ(r.j()["choices"][0]["text"], text);
+  const auto ev = run_toy("eval " + model_.string() + " --text " + shell_quote(text) + " --top-k 3 --json");
+  ASSERT_EQ(ev.code, 0) << ev.err;
+  const json e = json::parse(ev.out);
+  ASSERT_EQ(lp["token_logprobs"].size(), e["tokens"].size());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  for (size_t i = 1; i < e["tokens"].size(); ++i) {
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), e["tokens"][i]["logprob"].get<double>(), 1e-5) << i;
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 3u);
+    const double best = e["tokens"][i]["top"][0]["logprob"];
+    double server_best = -1e9;
+    for (auto& [k, v] : lp["top_logprobs"][i].items()) server_best = std::max(server_best, v.get<double>());
+    EXPECT_NEAR(server_best, best, 1e-5);
+  }
+  // Offsets are increasing; generated tokens continue after the echoed text.
+  Reply g = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", text}, {"max_tokens", 4}, {"echo", true}, {"logprobs", 0}, {"temperature", 0}, {"ignore_eos", true}});
+  const json glp = g.j()["choices"][0]["logprobs"];
+  ASSERT_EQ(glp["tokens"].size(), e["tokens"].size() + 4);
+  EXPECT_EQ(glp["text_offset"][e["tokens"].size()], text.size());
+}
+
+TEST_F(Serve, ChatLogprobsAreGreedyChoices) {
+  Reply r = post(port, "/v1/chat/completions",
+                 json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 5}, {"temperature", 0},
+                      {"logprobs", true}, {"top_logprobs", 2}, {"ignore_eos", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json c = r.j()["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(c.size(), 5u);
+  std::string joined;
+  for (const json& t : c) {
+    EXPECT_NEAR(t["logprob"].get<double>(), t["top_logprobs"][0]["logprob"].get<double>(), 1e-9);
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
+    joined += t["token"].get<std::string>();
+  }
+  EXPECT_EQ(joined, r.j()["choices"][0]["message"]["content"]);
+}
+
+TEST_F(Serve, MaxTokensIsCappedAtTheContext) {
+  Reply r = post(port, "/v1/completions",
+                 json{{"model", "tiny"}, {"prompt", "Hello"}, {"max_tokens", 1000000000}, {"ignore_eos", true}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json u = r.j()["usage"];
+  EXPECT_EQ(u["total_tokens"], 1024);  // the context (--ctx 1024) is full
+  EXPECT_EQ(r.j()["choices"][0]["finish_reason"], "length");
+  // A prompt longer than the context is refused with 400, not cut.
+  std::string longp;
+  for (int i = 0; i < 1100; ++i) longp += " cat";
+  r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", longp}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.j()["error"]["code"], "context_length_exceeded");
+  r = post(port, "/v1/chat/completions", json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", longp}}}}});
+  EXPECT_EQ(r.status, 400);
+}
+
+// Every client mistake gets its documented status and an OpenAI error object.
+TEST_F(Serve, ClientMistakes) {
+  struct Case {
+    const char* path;
+    std::string body;
+    int status;
+    const char* param;  // expected error.param, "" for any
+  };
+  const std::string msgs = R"([{"role":"user","content":"Hi"}])";
+  const std::vector<Case> cases = {
+      {"/v1/chat/completions", "{not json", 400, ""},
+      {"/v1/chat/completions", "", 400, ""},
+      {"/v1/chat/completions", "[1, 2]", 400, ""},
+      {"/v1/chat/completions", R"({"model":"tiny"})", 400, "messages"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":[]})", 400, "messages"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":"hi"})", 400, "messages"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"user"}]})", 400, "messages[0].content"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"wizard","content":"x"}]})", 400, "messages[0].role"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", 400, ""},
+      {"/v1/chat/completions", R"({"model":"gpt-4","messages":)" + msgs + "}", 404, "model"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":"hot"})", 400, "temperature"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":7})", 400, "temperature"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"max_tokens":-1})", 400, "max_tokens"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"max_tokens":2.5})", 400, "max_tokens"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"stream":"yes"})", 400, "stream"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"stop":[1]})", 400, ""},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"n":3})", 400, "n"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"top_logprobs":3})", 400, "top_logprobs"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"logit_bias":{"x":1}})", 400, "logit_bias"},
+      {"/v1/completions", R"({"model":"tiny"})", 400, "prompt"},
+      {"/v1/completions", R"({"model":"tiny","prompt":5})", 400, "prompt"},
+      {"/v1/completions", R"({"model":"tiny","prompt":[1,-2]})", 400, "prompt"},
+      {"/v1/completions", R"({"model":"tiny","prompt":[1,99999999]})", 400, "prompt"},
+      {"/v1/completions", R"({"model":"tiny","prompt":["a","b"]})", 400, "prompt"},
+      {"/v1/completions", R"({"model":"tiny","prompt":"x","logprobs":true})", 400, "logprobs"},
+      {"/v1/completions", R"({"model":"tiny","prompt":"x","suffix":"y"})", 400, "suffix"},
+      {"/v1/no-such-route", "{}", 404, ""},
+      {"/tokenize", R"({"content":5})", 400, "content"},
+      {"/detokenize", R"({"tokens":[-1]})", 400, "tokens"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.path) + " " + c.body);
+    Reply r = post(port, c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << r.body;
+    const json j = r.j();
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"]["type"].is_string());
+    EXPECT_TRUE(j["error"].contains("param") && j["error"].contains("code"));
+    if (*c.param) {
+      EXPECT_EQ(j["error"]["param"], c.param);
+    }
+  }
+  EXPECT_EQ(get(port, "/nowhere").status, 404);
+  EXPECT_EQ(get(port, "/v1/chat/completions").status, 405);  // a known route, the wrong method
+  EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "still serving"}, {"max_tokens", 2}}).status, 200);
+}
+
+// Odd values in every field: a 4xx or a 200, never a 5xx (SDKs retry those), never a crash.
+TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
+  const std::vector<json> values = {nullptr, true, "x", -1, 0, 3.5, 1e308, json::array(), json::object(), json::array({json::array()}),
+                                    std::string(2000, 'z'), json::array({"a", 1})};
+  const std::vector<std::string> fields = {"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
+                                           "top_k", "min_p", "seed", "stop", "stream", "stream_options", "logprobs", "top_logprobs",
+                                           "echo", "n", "presence_penalty", "frequency_penalty", "logit_bias", "tools", "response_format",
+                                           "suffix", "ignore_eos", "user"};
+  int answered = 0;
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    const bool chat = std::string(path).find("chat") != std::string::npos;
+    for (const std::string& f : fields)
+      for (const json& v : values) {
+        json body = {{"model", "tiny"}, {"max_tokens", 1}, {"temperature", 0}};
+        if (chat) body["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
+        else body["prompt"] = "Hi";
+        body[f] = v;
+        Reply r = post(port, path, body);
+        SCOPED_TRACE(std::string(path) + " " + f + "=" + v.dump().substr(0, 40));
+        ASSERT_NE(r.status, 0) << "no answer";
+        EXPECT_LT(r.status, 500) << r.body;
+        if (r.status != 200) {
+          EXPECT_TRUE(r.j().contains("error")) << r.body;
+        }
+        ++answered;
+      }
+  }
+  EXPECT_EQ(answered, 2 * int(fields.size() * values.size()));
+  // Odd message shapes.
+  for (const json& m : {json::array({nullptr}), json::array({json::array()}), json::array({{{"role", 5}, {"content", "x"}}}),
+                        json::array({{{"role", "user"}, {"content", 5}}}), json::array({{{"role", "user"}, {"content", nullptr}}}),
+                        json::array({{{"role", "user"}, {"content", {{{"type", "text"}}}}}}),
+                        json::array({{{"role", "user"}, {"content", "x"}, {"name", json::object()}}}),
+                        json::array({{{"role", "tool"}, {"content", "x"}}}), json::array({{{"role", "assistant"}, {"tool_calls", 7}}})}) {
+    Reply r = post(port, "/v1/chat/completions", json{{"model", "tiny"}, {"messages", m}, {"max_tokens", 1}});
+    EXPECT_NE(r.status, 0);
+    EXPECT_LT(r.status, 500) << m.dump() << " -> " << r.body;
+  }
+}
+
+TEST_F(Serve, OversizedBodiesGet413) {
+  std::string big(100 * 1024, 'a');  // over --max-body 64 KiB
+  Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", big}}.dump());
+  EXPECT_EQ(r.status, 413);
+  EXPECT_TRUE(r.j().contains("error")) << r.body;
+  // The same on a raw socket, then a client that announces a huge body and hangs up.
+  {
+    RawConn c(port);
+    c.send_all(http_post_text("/v1/completions", std::string(70 * 1024, ' ')));
+    const std::string head = c.read_until("\r\n\r\n");
+    EXPECT_NE(head.find(" 413 "), std::string::npos) << head;
+  }
+  {
+    RawConn c(port);
+    c.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n{\"prompt\":");
+  }
+  EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
+}
+
+TEST_F(Serve, ClientThatVanishesMidStreamFreesItsSlot) {
+  for (int round = 0; round < 2; ++round) {
+    {
+      auto blocked = hold_a_slot(port);
+      ASSERT_TRUE(wait_busy(port, 1)) << health(port).dump();
+    }  // the client disconnects without reading
+    EXPECT_TRUE(wait_busy(port, 0)) << "the slot was not freed: " << health(port).dump();
+  }
+  // A client that reads a little, then goes away.
+  {
+    RawConn c(port);
+    c.send_all(http_post_text("/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}}.dump()));
+    c.read_until("data: ");
+  }
+  EXPECT_TRUE(wait_busy(port, 0));
+  EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
+}
+
+TEST_F(Serve, ManyConcurrentClientsGetIndependentAnswers) {
+  // Each client asks for the greedy continuation of its own prompt; concurrent answers must
+  // equal the ones given alone. Beyond 2 slots + 4 queued, a client may get 503.
+  const std::vector<std::string> prompts = {"Once upon a time", "The cat", "In a galaxy far away", "Hello"};
+  std::vector<std::string> alone;
+  for (const auto& p : prompts)
+    alone.push_back(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", p}, {"max_tokens", 12}, {"temperature", 0}}).j()["choices"][0]["text"]);
+  constexpr int kClients = 24;
+  std::vector<std::future<Reply>> futures;
+  for (int i = 0; i < kClients; ++i)
+    futures.push_back(std::async(std::launch::async, [&, i] {
+      return post(port, "/v1/completions",
+                  json{{"model", "tiny"}, {"prompt", prompts[size_t(i) % prompts.size()]}, {"max_tokens", 12}, {"temperature", 0}, {"stream", i % 2 == 1}});
+    }));
+  int ok = 0, busy = 0;
+  for (int i = 0; i < kClients; ++i) {
+    Reply r = futures[size_t(i)].get();
+    if (r.status == 503) {
+      ++busy;
+      EXPECT_EQ(r.j()["error"]["code"], "server_busy");
+      continue;
+    }
+    ASSERT_EQ(r.status, 200) << r.body;
+    ++ok;
+    std::string text;
+    if (i % 2 == 1) {
+      bool done = false;
+      for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
+    } else {
+      text = r.j()["choices"][0]["text"];
+    }
+    EXPECT_EQ(text, alone[size_t(i) % prompts.size()]) << "client " << i;
+  }
+  EXPECT_GE(ok, 6);
+  EXPECT_EQ(ok + busy, kClients);
+  // Many bare connections at once (the listen backlog), then the server still answers.
+  std::vector<std::future<int>> pings;
+  for (int i = 0; i < 64; ++i) pings.push_back(std::async(std::launch::async, [&] { return get(port, "/health").status; }));
+  for (auto& f : pings) EXPECT_EQ(f.get(), 200);
+  EXPECT_TRUE(wait_busy(port, 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server of its own: one slot, one queue place, to see the queue fill.
+
+TEST(ServeQueue, FullQueueGets503AndWaitersAreServed) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 1 --timeout 30");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+  auto blocker = hold_a_slot(port);
+  ASSERT_TRUE(wait_busy(port, 1));
+  const json small = {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}};
+  auto waiter = std::async(std::launch::async, [&] { return post(port, "/v1/completions", small); });
+  for (int i = 0; i < 100 && health(port).value("requests_waiting", 0) != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(health(port)["requests_waiting"], 1);
+  Reply refused = post(port, "/v1/completions", small);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.j()["error"]["code"], "server_busy");
+  EXPECT_EQ(get(port, "/health").status, 200);  // cheap routes still answer
+  blocker.reset();                             // the slot frees, the waiter goes
+  EXPECT_EQ(waiter.get().status, 200);
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+}
+
+TEST(ServeLifecycle, SigtermStopsGracefully) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny");
+  ASSERT_NE(s.port(), 0) << s.log();
+  // A request in flight when the signal arrives still gets its whole answer.
+  auto inflight = std::async(std::launch::async, [&] {
+    return post(s.port(), "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 400}, {"ignore_eos", true}, {"temperature", 0}});
+  });
+  wait_busy(s.port(), 1);
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+  Reply r = inflight.get();
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status == 200) {
+    EXPECT_EQ(r.j()["usage"]["completion_tokens"], 400);
+  }
+  EXPECT_NE(s.log().find("stopped"), std::string::npos) << s.log();
+}
+
+TEST(ServeLifecycle, BadFlagsAndFiles) {
+  EXPECT_EQ(run_toy("serve /nonexistent.gguf --port 0").code, 3);
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  EXPECT_EQ(run_toy("serve " + model.string() + " --parallel 0").code, 2);
+  EXPECT_EQ(run_toy("serve " + model.string() + " --port 70000").code, 2);
+}
+
+TEST(ServeLifecycle, ChatTemplateErrorsAreClear) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const std::string dir = tmp("dir");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/raises.jinja") << "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with a user message') }}"
+                                          "{% endif %}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>";
+  std::ofstream(dir + "/broken.jinja") << "{% for m in messages %}{{ m.content }";
+  const json user = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}};
+  const json asst = {{"model", "tiny"}, {"messages", {{{"role", "assistant"}, {"content", "Hi"}}}}, {"max_tokens", 2}};
+  {
+    ServerProcess s(model.string(), "--name tiny --chat-template " + dir + "/raises.jinja");
+    ASSERT_NE(s.port(), 0) << s.log();
+    EXPECT_EQ(post(s.port(), "/v1/chat/completions", user).status, 200);
+    Reply r = post(s.port(), "/v1/chat/completions", asst);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.j()["error"]["code"], "chat_template_error");
+    EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("must start with a user message"), std::string::npos) << r.body;
+  }
+  {
+    ServerProcess s(model.string(), "--name tiny --chat-template " + dir + "/broken.jinja");
+    ASSERT_NE(s.port(), 0) << s.log();
+    EXPECT_NE(s.log().find("does not parse"), std::string::npos) << s.log();  // said at start-up
+    Reply r = post(s.port(), "/v1/chat/completions", user);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.j()["error"]["code"], "chat_template_error");
+    EXPECT_EQ(post(s.port(), "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}}).status, 200);
+  }
+}
+
+TEST(ServeLifecycle, ApiKey) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --api-key sesame");
+  ASSERT_NE(s.port(), 0) << s.log();
+  EXPECT_EQ(get(s.port(), "/v1/models").status, 401);
+  EXPECT_EQ(get(s.port(), "/health").status, 200);
+  httplib::Client c("127.0.0.1", s.port());
+  auto r = c.Get("/v1/models", {{"Authorization", "Bearer sesame"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The official OpenAI SDK (node), installed into the build tree on first use.
+
+TEST(ServeSdk, OfficialOpenAINodeSdk) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  if (std::system("node --version >/dev/null 2>&1") != 0 || std::system("npm --version >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "node and npm are needed for the OpenAI SDK test";
+  const fs::path dir = fs::path(TOY_BINARY_DIR) / "serve_sdk";
+  fs::create_directories(dir);
+  for (const char* f : {"package.json", "sdk_test.mjs"})
+    fs::copy_file(fs::path(TOY_SOURCE_DIR) / "tests" / "serve" / f, dir / f, fs::copy_options::overwrite_existing);
+  if (!fs::exists(dir / "node_modules" / "openai" / "package.json")) {
+    const std::string cmd = "cd " + dir.string() + " && timeout 300 npm install --no-audit --no-fund >npm.log 2>&1";
+    if (std::system(cmd.c_str()) != 0)
+      GTEST_SKIP() << "npm install openai failed (no registry access?): see " << (dir / "npm.log").string();
+  }
+  ServerProcess s(model.string(), "--name smol --parallel 2");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const auto r = std::system(("cd " + dir.string() + " && timeout 300 node sdk_test.mjs " + s.url() + "/v1 smol >sdk.log 2>&1").c_str());
+  const std::string out = toy::test::read_text(dir / "sdk.log");
+  EXPECT_EQ(r, 0) << out << "\nserver log:\n" << s.log();
+  EXPECT_NE(out.find("checks passed"), std::string::npos) << out;
+}

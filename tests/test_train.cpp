@@ -1,0 +1,494 @@
+// tests/test_train.cpp — training: the PyTorch AdamW trace, the optimizer and schedule, the
+// `toy train` command (bundles, determinism, resume, bad input).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "fixtures.h"
+#include "toy/archs/model.h"
+#include "toy/engines/decode.h"
+#include "toy/engines/train.h"
+#include "toy/engines/train_data.h"
+#include "toy/io/gguf.h"
+#include "toy/primitives/primitives.h"
+#include "toy/tokenizer/tokenizer.h"
+
+using namespace toy;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+double rel(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-30); }
+
+double l2(const Tensor& t) {
+  double s = 0;
+  for (float v : t.to_vector()) s += double(v) * v;
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// fixtures/train/llama-smollm2-adamw.json: 8 full-batch AdamW steps in float64 PyTorch.
+
+TEST(TrainTrace, SmolLM2AdamWMatchesPyTorch) {
+  TOY_REQUIRE_FIXTURE(trace_path, "train/llama-smollm2-adamw.json");
+  const json ref = json::parse(test::read_text(trace_path));
+  TOY_REQUIRE_FIXTURE(model_path, ref["model_file"].get<std::string>());
+  auto model = load_model(gguf::GgufFile::open(model_path.string()));
+
+  // 2 sequences of 32 ids: inputs the first 31, targets the last 31 (62 terms).
+  std::vector<int32_t> ids;
+  for (const auto& row : ref["batch"]) for (int32_t id : row) ids.push_back(id);
+  const int64_t B = ref["batch_shape"][0], T = int64_t(ref["batch_shape"][1]) - 1;
+  const Batch batch = make_batch(ids, B, T);
+
+  const json& o = ref["optimizer"];
+  TrainConfig cfg{.schedule = {.kind = ScheduleKind::Constant, .lr = o["lr"].get<float>(), .warmup = 0, .total = 8},
+                  .adamw = {.beta1 = o["betas"][0].get<float>(), .beta2 = o["betas"][1].get<float>(),
+                            .eps = o["eps"].get<float>(), .weight_decay = o["weight_decay"].get<float>()},
+                  .clip = 0.0f};
+  TrainEngine engine(*model, cfg);
+
+  // Step 0: every tensor's gradient norm (the tied token_embd collects lookup + output projection).
+  engine.forward_backward(batch);
+  const json& g0 = ref["grad_l2_norm_step0"];
+  ASSERT_EQ(g0.size(), engine.params().size());
+  for (const Tensor& p : engine.params()) {
+    SCOPED_TRACE(p.name());
+    ASSERT_TRUE(g0.contains(p.name()));
+    EXPECT_LT(rel(l2(p.grad()), g0[p.name()].get<double>()), 1e-4);
+  }
+
+  // Tolerances from fixtures/train/README.md: f32 vs f64 differ by ≤ 1.5e-7 in losses and
+  // ≤ 1.4e-6 in gradient norms; we allow 1e-5 and 1e-4.
+  const auto& losses = ref["loss_before_step"];
+  const auto& norms = ref["grad_global_l2_norm"];
+  double worst_loss = 0, worst_norm = 0;
+  for (int k = 0; k < ref["n_steps"].get<int>(); ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    const StepResult r = engine.step(batch);
+    EXPECT_LT(rel(r.loss, losses[k].get<double>()), 1e-5) << r.loss << " vs " << losses[k];
+    EXPECT_LT(rel(r.grad_norm, norms[k].get<double>()), 1e-4) << r.grad_norm << " vs " << norms[k];
+    worst_loss = std::max(worst_loss, rel(r.loss, losses[k].get<double>()));
+    worst_norm = std::max(worst_norm, rel(r.grad_norm, norms[k].get<double>()));
+  }
+  const double after = engine.evaluate(batch);
+  EXPECT_LT(rel(after, ref["loss_after_last_step"].get<double>()), 1e-5);
+  std::printf("  max relative error: loss %.2e, grad norm %.2e, loss after the last step %.2e\n", worst_loss, worst_norm,
+              rel(after, ref["loss_after_last_step"].get<double>()));
+
+  // Parameters after the 8th update: norms, sums and the first 8 values (GGUF memory order).
+  for (const Tensor& p : engine.params()) {
+    SCOPED_TRACE(p.name());
+    EXPECT_LT(rel(l2(p), ref["param_l2_norm_after"][p.name()].get<double>()), 1e-5);
+    const std::vector<float> v = p.to_vector();
+    double s = 0;
+    for (float x : v) s += x;
+    const double want_sum = ref["param_sum_after"][p.name()].get<double>();
+    EXPECT_NEAR(s, want_sum, 1e-5 * std::max(1.0, std::abs(want_sum)) + 1e-4 * l2(p));
+    const auto first8 = ref["param_first8_after"][p.name()].get<std::vector<double>>();
+    for (size_t i = 0; i < first8.size(); ++i) EXPECT_NEAR(v[i], first8[i], 1e-5 * std::max(1.0, std::abs(first8[i])));
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Optimizer pieces.
+
+TEST(Optimizer, AdamWFirstStepIsSignedLr) {
+  // At t = 1, m̂ = g and v̂ = g², so the update is lr·g/(|g| + eps) ≈ lr·sign(g), after the decay.
+  Tensor w = Tensor::from({2, 2}, std::vector<float>{1.0f, -2.0f, 0.5f, 3.0f}).set_name("w");
+  Tensor n = Tensor::from({2}, std::vector<float>{1.0f, 1.0f}).set_name("n");
+  w.requires_grad_();
+  n.requires_grad_();
+  AdamW opt({w, n}, {.weight_decay = 0.5f});
+  sum(add(mul(w, w), Tensor::zeros({2, 2}))).backward();  // dw = 2w
+  sum(scale(n, -1.0f)).backward();                         // dn = −1
+  opt.step(0.1f);
+  const float* pw = w.data();
+  EXPECT_NEAR(pw[0], 1.0f * (1 - 0.05f) - 0.1f, 1e-6);  // decayed: w is 2-D
+  EXPECT_NEAR(pw[1], -2.0f * (1 - 0.05f) + 0.1f, 1e-6);
+  EXPECT_NEAR(n.data()[0], 1.0f + 0.1f, 1e-6);           // not decayed: 1-D
+  EXPECT_EQ(opt.steps(), 1);
+}
+
+TEST(Optimizer, ScheduleWarmupAndCosine) {
+  const Schedule s{.kind = ScheduleKind::Cosine, .lr = 1.0f, .warmup = 10, .total = 110, .min_lr_ratio = 0.1f};
+  EXPECT_FLOAT_EQ(lr_at(s, 0), 0.1f);
+  EXPECT_FLOAT_EQ(lr_at(s, 9), 1.0f);
+  EXPECT_FLOAT_EQ(lr_at(s, 10), 1.0f);
+  EXPECT_NEAR(lr_at(s, 60), 0.55f, 1e-6);   // half way down: (1 + 0.1)/2
+  EXPECT_NEAR(lr_at(s, 110), 0.1f, 1e-6);
+  EXPECT_NEAR(lr_at(s, 500), 0.1f, 1e-6);
+  const Schedule c{.kind = ScheduleKind::Constant, .lr = 2.0f, .warmup = 4, .total = 100};
+  EXPECT_FLOAT_EQ(lr_at(c, 1), 1.0f);
+  EXPECT_FLOAT_EQ(lr_at(c, 50), 2.0f);
+}
+
+TEST(Optimizer, ClipScalesToMaxNorm) {
+  Tensor w = Tensor::from({2}, std::vector<float>{3.0f, 4.0f}).set_name("w");
+  w.requires_grad_();
+  sum(mul(w, Tensor::from({2}, std::vector<float>{3.0f, 4.0f}))).backward();  // grad (3, 4), norm 5
+  const std::vector<Tensor> ps = {w};
+  const double norm = global_grad_norm(ps);
+  EXPECT_DOUBLE_EQ(norm, 5.0);
+  EXPECT_FLOAT_EQ(clip_grad_norm(ps, 10.0f, norm), 1.0f);
+  const float f = clip_grad_norm(ps, 1.0f, norm);
+  EXPECT_NEAR(f, 0.2f, 1e-6);
+  EXPECT_NEAR(global_grad_norm(ps), 1.0, 1e-6);
+}
+
+// ------------------------------------------------------------------------------------------
+// Data.
+
+TEST(TrainData, IdBlocksWrapAround) {
+  const IdBlocks ids(std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(ids.block(0, 3), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(ids.block(1, 3), (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(ids.block(2, 3), (std::vector<int32_t>{6, 0, 1}));  // wraps at the end of the file
+  EXPECT_EQ(ids.block(7, 3), (std::vector<int32_t>{0, 1, 2}));  // 21 ids later: back at the start
+}
+
+TEST(TrainData, MakeBatchSplitsInputsAndTargets) {
+  const std::vector<int32_t> ids = {10, 11, 12, 13, 20, 21, 22, 23};  // B = 2 sequences of T + 1 = 4
+  const Batch b = make_batch(ids, 2, 3);
+  EXPECT_EQ(b.tokens.shape(), (Shape{2, 3}));
+  EXPECT_EQ(std::vector<int32_t>(b.tokens.ids(), b.tokens.ids() + 6), (std::vector<int32_t>{10, 11, 12, 20, 21, 22}));
+  EXPECT_EQ(std::vector<int32_t>(b.targets.ids(), b.targets.ids() + 6), (std::vector<int32_t>{11, 12, 13, 21, 22, 23}));
+}
+
+TEST(TrainData, SamplingIsAPureFunctionOfTheStep) {
+  std::vector<int32_t> tokens(1000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i);
+  const TokenSplit s = TokenSplit::make(tokens, 0.1, 8);
+  EXPECT_EQ(s.train.size(), 900u);
+  EXPECT_EQ(s.held_out.front(), 900);
+  EXPECT_EQ(s.sample(5, 4, 8, 42), s.sample(5, 4, 8, 42));
+  EXPECT_NE(s.sample(5, 4, 8, 42), s.sample(6, 4, 8, 42));
+  EXPECT_NE(s.sample(5, 4, 8, 42), s.sample(5, 4, 8, 43));
+  for (int64_t step = 0; step < 200; ++step) {
+    const auto ids = s.sample(step, 4, 8, 1);
+    ASSERT_EQ(ids.size(), 36u);
+    for (size_t w = 0; w < 4; ++w) {  // each window is 9 consecutive training tokens
+      EXPECT_LE(ids[w * 9 + 8], 899);
+      EXPECT_EQ(ids[w * 9 + 8], ids[w * 9] + 8);
+    }
+  }
+  const auto eval = s.eval_batches(4, 8, 100);  // 100 held-out tokens: 11 windows of 9
+  ASSERT_EQ(eval.size(), 3u);
+  EXPECT_EQ(eval[2].size(), 27u);
+  EXPECT_THROW(TokenSplit::make(std::vector<int32_t>(10, 1), 0.05, 8), DataError);
+}
+
+// ------------------------------------------------------------------------------------------
+// `toy train` end to end, on a tiny model that trains in about a second.
+
+namespace {
+
+struct TrainDir {
+  fs::path dir;
+  TrainDir() {
+    static int n = 0;
+    dir = fs::path(testing::TempDir()) / ("toy_train_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TrainDir() { fs::remove_all(dir); }
+  std::string path(const std::string& name) const { return (dir / name).string(); }
+};
+
+// A small synthetic corpus: simple sentences, documents ended by <|endoftext|> as in TinyStories.
+std::string corpus_text() {
+  const char* names[] = {"Lily", "Tom", "Sue", "Ben", "Max"};
+  const char* things[] = {"a red ball", "a big tree", "a little cat", "the sun", "a blue car"};
+  const char* verbs[] = {"saw", "liked", "found", "wanted", "played with"};
+  std::string s;
+  uint32_t x = 7;
+  auto pick = [&](int n) { x = x * 1103515245u + 12345u; return int((x >> 16) % uint32_t(n)); };
+  for (int doc = 0; doc < 120; ++doc) {
+    for (int k = 0; k < 4; ++k) s += std::string(names[pick(5)]) + " " + verbs[pick(5)] + " " + things[pick(5)] + ". ";
+    s += "\n<|endoftext|>\n";
+  }
+  return s;
+}
+
+std::string write_corpus(const TrainDir& d) {
+  const std::string p = d.path("corpus.txt");
+  std::ofstream(p, std::ios::binary) << corpus_text();
+  return p;
+}
+
+const std::string kTiny = " --d-model 32 --layers 2 --heads 4 --kv-heads 2 --ff 64 --context 16 --batch 4 --lr 3e-3 --no-progress";
+
+std::vector<std::string> loss_lines(const std::string& out) {
+  std::vector<std::string> r;
+  static const std::regex re(R"(^step (\d+): loss=(\S+)$)");
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_match(line, re)) r.push_back(line);
+  return r;
+}
+
+double loss_of(const std::string& line) { return std::stod(line.substr(line.find('=') + 1)); }
+
+std::vector<json> events_of(const fs::path& run) {
+  std::vector<json> r;
+  std::istringstream in(test::read_text(run / "events.jsonl"));
+  for (std::string line; std::getline(in, line);) r.push_back(json::parse(line));
+  return r;
+}
+
+}  // namespace
+
+TEST(TrainCli, WritesARunBundle) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  auto r = test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 12 --eval-every 5 --checkpoint-every 5 --runs-dir " +
+                         d.path("runs") + " --run-id r");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = loss_lines(r.out);
+  ASSERT_EQ(lines.size(), 12u);
+  EXPECT_EQ(lines[0].rfind("step 0: loss=", 0), 0u);
+  EXPECT_EQ(lines[11].rfind("step 11: loss=", 0), 0u);
+  // The first loss is about ln(n_vocab) = ln(260) for random weights; training lowers it.
+  const double first = loss_of(lines[0]), last = loss_of(lines[11]);
+  EXPECT_NEAR(first, std::log(260.0), 0.3);
+  EXPECT_LT(last, first - 0.5);
+
+  const fs::path run = d.dir / "runs" / "r";
+  const json cfg = json::parse(test::read_text(run / "config.json"));
+  EXPECT_EQ(cfg["d-model"], 32);
+  EXPECT_EQ(cfg["lr"], 3e-3);
+  EXPECT_EQ(cfg["steps"], 12);
+  for (int s : {5, 10, 12}) EXPECT_TRUE(fs::exists(run / "weights" / ("step-" + std::to_string(s) + ".gguf"))) << s;
+  EXPECT_TRUE(fs::exists(run / "weights" / "step-12.optim.gguf"));
+  EXPECT_FALSE(fs::exists(run / "weights" / "step-5.optim.gguf"));  // superseded optimizer states are dropped
+  EXPECT_EQ(test::read_bytes(run / "weights" / "final.gguf"), test::read_bytes(run / "weights" / "step-12.gguf"));
+
+  std::map<std::string, int> count;
+  const auto ev = events_of(run);
+  for (const json& e : ev) {
+    ++count[e["event"].get<std::string>()];
+    EXPECT_TRUE(std::regex_match(e["time"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+  }
+  EXPECT_EQ(ev.front()["event"], "run_start");
+  EXPECT_EQ(ev.front()["schema"], "toy/v1");
+  EXPECT_EQ(ev.back()["event"], "run_end");
+  EXPECT_EQ(ev.back()["status"], "completed");
+  EXPECT_EQ(count["step"], 12);
+  EXPECT_EQ(count["eval"], 4);        // steps 0, 5, 10 and the end (12)
+  EXPECT_EQ(count["checkpoint"], 3);  // steps 5, 10, 12
+  for (const json& e : ev)
+    if (e["event"] == "step") { EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[e["step"].get<size_t>()]), 1e-6 * loss_of(lines[0])); }
+
+  const std::string svg = test::read_text(run / "loss.svg");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  for (const char* part : {"<polyline", ">step</text>", "loss (cross-entropy", "eval loss", "</svg>"}) EXPECT_NE(svg.find(part), std::string::npos) << part;
+}
+
+TEST(TrainCli, FinalCheckpointIsAStandardLlamaGguf) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  auto r = test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 30 --eval-every 0 --runs-dir " + d.path("runs") + " --run-id r");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path ckpt = d.dir / "runs" / "r" / "weights" / "step-30.gguf";
+  auto f = gguf::GgufFile::open(ckpt.string());
+  EXPECT_EQ(f->architecture(), "llama");
+  for (const char* key : {"llama.context_length", "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
+                          "llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count",
+                          "llama.attention.layer_norm_rms_epsilon", "llama.vocab_size", "tokenizer.ggml.model", "tokenizer.ggml.tokens"})
+    EXPECT_TRUE(f->has(key)) << key;
+  EXPECT_EQ(f->get_int("llama.vocab_size"), 260);
+  EXPECT_EQ(f->find_tensor("output.weight"), nullptr);  // tied: token_embd serves as the output
+  for (const auto& t : f->tensors()) EXPECT_EQ(t.dtype, DType::F32) << t.name;
+  for (const auto& t : f->tensors()) EXPECT_EQ(t.name.rfind("optim.", 0), std::string::npos) << t.name;
+
+  // It loads and greedy-decodes with the inference path.
+  auto model = load_model(f);
+  auto tok = Tokenizer::from_gguf(*f);
+  ASSERT_EQ(tok->n_vocab(), model->config().n_vocab);
+  DecodeEngine engine(*model);
+  std::vector<int32_t> ids = tok->encode("Lily saw", false, false);
+  const size_t n_prompt = ids.size();
+  Tensor logits = engine.feed(ids, /*last_only=*/true);
+  for (int i = 0; i < 8; ++i) {
+    const auto v = logits.to_vector();
+    const int32_t next = argmax(v);
+    ASSERT_GE(next, 0);
+    ids.push_back(next);
+    logits = engine.feed(std::span<const int32_t>(&ids.back(), 1), true);
+  }
+  EXPECT_EQ(ids.size(), n_prompt + 8);
+  EXPECT_GE(tok->decode(ids).size(), std::string("Lily saw").size());
+
+  // And `toy infer` turns it into text.
+  if (test::run_toy("infer --help").code == 0) {
+    auto g = test::run_toy("infer " + ckpt.string() + " --prompt 'Lily saw' -n 16 --temp 0");
+    EXPECT_EQ(g.code, 0) << g.err;
+    EXPECT_FALSE(g.out.empty());
+  }
+}
+
+TEST(TrainCli, SameCommandSameBitsWhateverTheThreadCount) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  const std::string base = "train from-scratch --corpus " + corpus + kTiny + " --steps 10 --eval-every 5 --checkpoint-every 5 --runs-dir " + d.path("runs");
+  auto a = test::run_toy(base + " --run-id a --threads 1");
+  auto b = test::run_toy(base + " --run-id b --threads 2");
+  auto c = test::run_toy(base + " --run-id c --threads 1");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(a.out, b.out);  // every loss and eval line, bit for bit
+  EXPECT_EQ(a.out, c.out);
+  for (const char* w : {"step-5.gguf", "step-10.gguf", "step-10.optim.gguf"}) {
+    const auto bytes = test::read_bytes(d.dir / "runs" / "a" / "weights" / w);
+    EXPECT_EQ(bytes, test::read_bytes(d.dir / "runs" / "b" / "weights" / w)) << w;
+    EXPECT_EQ(bytes, test::read_bytes(d.dir / "runs" / "c" / "weights" / w)) << w;
+  }
+  // Larger products (split into several work items) and 3 blocks of attention queries, on 1
+  // and 3 threads (uneven chunks).
+  const std::string wide = "train from-scratch --corpus " + corpus +
+                           " --d-model 64 --layers 2 --heads 4 --kv-heads 2 --ff 256 --context 80 --batch 8 --steps 3"
+                           " --eval-every 0 --no-progress --runs-dir " + d.path("runs");
+  auto w1 = test::run_toy(wide + " --run-id w1 --threads 1");
+  auto w3 = test::run_toy(wide + " --run-id w3 --threads 3");
+  ASSERT_EQ(w1.code, 0) << w1.err;
+  ASSERT_EQ(w3.code, 0) << w3.err;
+  EXPECT_EQ(w1.out, w3.out);
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/w1/weights/step-3.gguf"), test::read_bytes(d.dir / "runs/w3/weights/step-3.gguf"));
+}
+
+TEST(TrainCli, ResumeContinuesExactly) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  const std::string base = "train from-scratch --corpus " + corpus + kTiny + " --eval-every 4 --checkpoint-every 3 --runs-dir " + d.path("runs");
+  // Cosine schedule over 12 steps: uninterrupted, versus stopped after 6 and resumed.
+  auto full = test::run_toy(base + " --steps 12 --run-id full");
+  auto half = test::run_toy(base + " --steps 12 --stop-after 6 --run-id part");
+  ASSERT_EQ(full.code, 0) << full.err;
+  ASSERT_EQ(half.code, 0) << half.err;
+  EXPECT_EQ(loss_lines(half.out).size(), 6u);
+  auto rest = test::run_toy("train --resume " + d.path("runs/part") + " --no-progress");
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  auto joined = loss_lines(half.out);
+  for (const auto& l : loss_lines(rest.out)) joined.push_back(l);
+  EXPECT_EQ(joined, loss_lines(full.out));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.gguf"), test::read_bytes(d.dir / "runs/part/weights/step-12.gguf"));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.optim.gguf"), test::read_bytes(d.dir / "runs/part/weights/step-12.optim.gguf"));
+  const auto ev = events_of(d.dir / "runs/part");
+  EXPECT_EQ(ev.back()["event"], "run_end");
+  EXPECT_EQ(ev.back()["status"], "completed");
+
+  // Constant schedule: a 6-step run extended to 12 with --resume --steps 12.
+  auto c_full = test::run_toy(base + " --schedule constant --steps 12 --run-id cfull");
+  auto c_half = test::run_toy(base + " --schedule constant --steps 6 --run-id cpart");
+  auto c_rest = test::run_toy("train --resume " + d.path("runs/cpart") + " --steps 12 --no-progress");
+  ASSERT_EQ(c_rest.code, 0) << c_rest.err;
+  joined = loss_lines(c_half.out);
+  for (const auto& l : loss_lines(c_rest.out)) joined.push_back(l);
+  EXPECT_EQ(joined, loss_lines(c_full.out));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/cfull/weights/step-12.gguf"), test::read_bytes(d.dir / "runs/cpart/weights/step-12.gguf"));
+
+  // Nothing left to do, or a setting that would change the numbers: usage errors.
+  EXPECT_EQ(test::run_toy("train --resume " + d.path("runs/cpart") + " --no-progress").code, 2);
+  EXPECT_EQ(test::run_toy("train --resume " + d.path("runs/cpart") + " --steps 20 --lr 1").code, 2);
+  EXPECT_EQ(test::run_toy("train --resume " + d.path("nope") + " --steps 20").code, 3);
+}
+
+TEST(TrainCli, AKillDuringACheckpointLeavesThePreviousOneResumable) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  const std::string base = "train from-scratch --corpus " + corpus + kTiny + " --steps 8 --eval-every 0 --checkpoint-every 4 --runs-dir " + d.path("runs");
+  auto full = test::run_toy(base + " --run-id full");
+  auto part = test::run_toy(base + " --stop-after 4 --run-id part");
+  ASSERT_EQ(full.code, 0) << full.err;
+  ASSERT_EQ(part.code, 0) << part.err;
+  // What a kill while writing checkpoint 8 leaves: its optimizer state (written first) and a
+  // partial model file under its temporary name, beside the intact checkpoint 4.
+  const fs::path w = d.dir / "runs/part/weights";
+  fs::copy_file(w / "step-4.optim.gguf", w / "step-8.optim.gguf");
+  std::ofstream(w / "step-8.gguf.tmp.12345", std::ios::binary) << "GGUF\x03\0\0\0truncated";
+  auto rest = test::run_toy("train --resume " + d.path("runs/part") + " --no-progress");
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_NE(rest.err.find("steps 4..8"), std::string::npos) << rest.err;  // resumed from 4
+  auto joined = loss_lines(part.out);
+  for (const auto& l : loss_lines(rest.out)) joined.push_back(l);
+  EXPECT_EQ(joined, loss_lines(full.out));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-8.gguf"), test::read_bytes(w / "step-8.gguf"));
+  EXPECT_FALSE(fs::exists(w / "step-8.gguf.tmp.12345"));  // the dead run's temporary file is cleaned up
+}
+
+TEST(TrainCli, DataIdsReproducePyTorchTrace) {
+  TOY_REQUIRE_FIXTURE(trace_path, "train/llama-smollm2-adamw.json");
+  const json ref = json::parse(test::read_text(trace_path));
+  TOY_REQUIRE_FIXTURE(model_path, ref["model_file"].get<std::string>());
+  TrainDir d;
+  {
+    std::ofstream f(d.path("batch.i32"), std::ios::binary);
+    for (const auto& row : ref["batch"])
+      for (int32_t id : row) f.write(reinterpret_cast<const char*>(&id), 4);  // little-endian host
+  }
+  // Sequences of T + 1 = 32 ids: inputs the first 31, targets the last 31, as the trace.
+  auto r = test::run_toy("train from-scratch --init-weights " + model_path.string() + " --data-ids " + d.path("batch.i32") +
+                         " --batch 2 --context 31 --steps 8 --lr 1e-3 --schedule constant --warmup 0 --beta1 0.9 --beta2 0.95"
+                         " --eps 1e-8 --weight-decay 0.1 --clip 0 --eval-every 0 --no-progress --runs-dir " + d.path("runs"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = loss_lines(r.out);
+  ASSERT_EQ(lines.size(), 8u);
+  for (size_t k = 0; k < 8; ++k) {
+    const double got = loss_of(lines[k]);
+    EXPECT_LT(rel(got, ref["loss_before_step"][k].get<double>()), 1e-5) << lines[k];
+  }
+}
+
+TEST(TrainCli, BadInputIsAClearError) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  const std::string runs = " --runs-dir " + d.path("runs");
+  auto expect = [&](const std::string& args, int code, const std::string& says) {
+    SCOPED_TRACE(args);
+    auto r = test::run_toy("train " + args + runs);
+    EXPECT_EQ(r.code, code) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("error: "), std::string::npos) << "not a classified error: " << r.err;
+  };
+  // Bad input files: exit 3.
+  expect("from-scratch --corpus " + d.path("missing.txt") + kTiny, 3, "missing.txt");
+  std::ofstream(d.path("empty.txt")) << "";
+  expect("from-scratch --corpus " + d.path("empty.txt") + kTiny, 3, "empty");
+  std::ofstream(d.path("short.txt")) << "Once upon a time.";
+  expect("from-scratch --corpus " + d.path("short.txt") + kTiny + " --context 64", 3, "too few");
+  {
+    gguf::GgufWriter w;  // a GGUF without tokenizer.ggml.*
+    w.set("general.architecture", gguf::Value::of_string("llama"));
+    w.write(d.path("novocab.gguf"));
+  }
+  expect("from-scratch --corpus " + corpus + " --tokenizer " + d.path("novocab.gguf") + kTiny, 3, "tokenizer");
+  expect("from-scratch --corpus " + corpus + " --tokenizer " + d.path("nothing.gguf") + kTiny, 3, "nothing.gguf");
+  {
+    std::ofstream f(d.path("bad.i32"), std::ios::binary);
+    const int32_t ids[] = {5, 7, 100000};
+    f.write(reinterpret_cast<const char*>(ids), sizeof ids);
+  }
+  expect("from-scratch --data-ids " + d.path("bad.i32") + kTiny, 3, "outside the vocabulary");
+  // Nonsense settings: exit 2.
+  expect("from-scratch --corpus " + corpus + kTiny + " --d-model 30", 2, "not divisible by --heads");
+  expect("from-scratch --corpus " + corpus + kTiny + " --kv-heads 3", 2, "--kv-heads");
+  expect("from-scratch --corpus " + corpus + kTiny + " --lr -0.1", 2, "--lr");
+  expect("from-scratch --corpus " + corpus + kTiny + " --steps 0", 2, "--steps");
+  expect("from-scratch --corpus " + corpus + kTiny + " --schedule linear", 2, "--schedule");
+  expect("from-scratch" + kTiny, 2, "--corpus");
+  expect("from-scratch --corpus " + corpus + kTiny + " --batch abc", 2, "--batch");
+  expect("from-nothing --corpus " + corpus + kTiny, 2, "recipe");
+  // An existing run directory is not overwritten.
+  ASSERT_EQ(test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 1 --run-id x" + runs).code, 0);
+  expect("from-scratch --corpus " + corpus + kTiny + " --steps 1 --run-id x", 2, "exists");
+}
