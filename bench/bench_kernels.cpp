@@ -170,10 +170,12 @@ struct MatShape {
 };
 
 void bench_matmul(bool quick) {
-  const MatShape shapes[] = {{"attn_q/o", 576, 576}, {"ffn_up", 1536, 576}, {"ffn_down", 576, 1536}, {"output", 49152, 576}};
+  const MatShape shapes[] = {
+      {"attn_q/o", 576, 576}, {"ffn_up", 1536, 576}, {"ffn_down", 576, 1536}, {"output", 49152, 576}};
   const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
                          DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-  std::printf("\nmatmul_wt  y[M, N] = x[M, K] · W[N, K]ᵀ   (decode M = 1: GB/s of weights and GFLOP/s; prompt M = 128: GFLOP/s)\n");
+  std::printf("\nmatmul_wt  y[M, N] = x[M, K] · W[N, K]ᵀ\n"
+              "(decode M = 1: GB/s of weights read and GFLOP/s; prompt M = 128: GFLOP/s)\n");
   std::printf("%-6s %-9s %6s %5s | %8s %8s %8s | %8s %8s\n", "dtype", "tensor", "N", "K", "M=1 1t", "M=1 2t", "GFLOP/s",
               "M=128 1t", "M=128 2t");
   for (DType t : types) {

@@ -75,7 +75,8 @@ double cpu_ms() {
 Result bench_toy(const Shape_& s, int steps) {
   const LlamaHparams hp = hparams(s);
   LlamaModel model(hp, LlamaModel::random_weights(hp, /*tied=*/true, 0));
-  TrainEngine engine(model, {.schedule = {.kind = ScheduleKind::Constant, .lr = 1e-3f, .warmup = 0, .total = steps + 1}});
+  TrainEngine engine(model, {.schedule = {.kind = ScheduleKind::Constant, .lr = 1e-3f, .warmup = 0, .total = steps + 1},
+                             .adamw = {}, .clip = 1.0f});
   std::mt19937 rng(0);
   std::uniform_int_distribution<int32_t> id(0, int32_t(s.n_vocab) - 1);
   std::vector<int32_t> ids(size_t(s.B * (s.T + 1)));

@@ -268,13 +268,15 @@ TEST(KernelMatmul, BitIdenticalForAnyThreadCountAndBatch) {
       for (int threads : {2, 3}) {
         set_num_threads(threads);
         const auto yt = run_matmul(x, w, t, M, N, K);
-        EXPECT_EQ(std::memcmp(y1.data(), yt.data(), y1.size() * 4), 0) << name(t) << " " << path_name(s) << " threads " << threads;
+        EXPECT_EQ(std::memcmp(y1.data(), yt.data(), y1.size() * 4), 0)
+            << name(t) << " " << path_name(s) << " threads " << threads;
       }
       // Row m alone (decode) gives the same bits as row m inside the batch (prompt).
       for (int64_t m : {0, 5, 16}) {
         const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
         const auto ym = run_matmul(xm, w, t, 1, N, K);
-        EXPECT_EQ(std::memcmp(ym.data(), y1.data() + m * N, size_t(N) * 4), 0) << name(t) << " " << path_name(s) << " row " << m;
+        EXPECT_EQ(std::memcmp(ym.data(), y1.data() + m * N, size_t(N) * 4), 0)
+            << name(t) << " " << path_name(s) << " row " << m;
       }
     }
   }

@@ -36,7 +36,7 @@ std::vector<Flag> flags() {
   return {
       // data
       {"corpus", FlagType::Path, "", "UTF-8 text to train on (tokenized once; the last --eval-fraction held out)"},
-      {"tokenizer", FlagType::Path, "", "GGUF file whose tokenizer.ggml.* vocabulary to use (default: byte-level, 260 tokens)"},
+      {"tokenizer", FlagType::Path, "", "GGUF file whose tokenizer.ggml.* vocabulary to use (default: that of --init-weights, else byte-level: 260 tokens)"},
       {"data-ids", FlagType::Path, "", "little-endian int32 token ids instead of --corpus: step s reads the s-th block of batch*(context+1) ids"},
       {"eval-ids", FlagType::Path, "", "held-out int32 ids to evaluate on (with --data-ids)"},
       {"init-weights", FlagType::Path, "", "start from this GGUF model (its architecture and shapes) instead of random weights"},

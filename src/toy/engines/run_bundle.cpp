@@ -115,14 +115,14 @@ std::vector<CurvePoint> downsample(std::span<const CurvePoint> p, size_t max_poi
   return r;
 }
 
-// Trailing moving average over `w` points.
-std::vector<CurvePoint> smooth(std::span<const CurvePoint> p, size_t w) {
+// Centred moving average over up to 2·half + 1 points (fewer at the ends, so no lag).
+std::vector<CurvePoint> smooth(std::span<const CurvePoint> p, size_t half) {
+  std::vector<double> prefix(p.size() + 1, 0.0);
+  for (size_t i = 0; i < p.size(); ++i) prefix[i + 1] = prefix[i] + p[i].loss;
   std::vector<CurvePoint> r;
-  double s = 0;
   for (size_t i = 0; i < p.size(); ++i) {
-    s += p[i].loss;
-    if (i >= w) s -= p[i - w].loss;
-    r.push_back({p[i].step, s / double(std::min(i + 1, w))});
+    const size_t h = std::min({half, i, p.size() - 1 - i});
+    r.push_back({p[i].step, (prefix[i + h + 1] - prefix[i - h]) / double(2 * h + 1)});
   }
   return r;
 }
@@ -182,7 +182,7 @@ std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const Curve
   };
   const std::vector<CurvePoint> raw = downsample(train, 1600);
   polyline(raw, "#a6cbe6", 1);
-  if (raw.size() >= 20) polyline(smooth(raw, std::clamp<size_t>(raw.size() / 40, 2, 100)), "#1f5fa8", 2);
+  if (raw.size() >= 20) polyline(smooth(raw, std::clamp<size_t>(raw.size() / 80, 1, 50)), "#1f5fa8", 2);
   polyline(eval, "#d62728", 2);
   for (const CurvePoint& c : eval)
     s += "<circle cx=\"" + num(X(c.step)) + "\" cy=\"" + num(Y(c.loss)) + "\" r=\"3\" fill=\"#d62728\"/>\n";

@@ -89,7 +89,8 @@ TOY_AVX2 void micro_avx2(int64_t kc, const float* a, const float* b, float* c, i
 
 // Packs op(A)[m0 .. m0+rows, k0 .. k0+kc) into row panels: panel p holds, for each k, the
 // MR values of rows m0 + p + r (zero past the last row). Loops run along A's contiguous axis.
-void pack_a(bool ta, const float* A, int64_t M, int64_t K, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float* out) {
+void pack_a(bool ta, const float* A, int64_t M, int64_t K, int64_t m0, int64_t rows, int64_t k0, int64_t kc,
+            float* out) {
   for (int64_t p = 0; p < rows; p += MR, out += kc * MR) {
     const int64_t valid = std::min<int64_t>(MR, rows - p);
     if (ta) {  // op(A)[m, k] = A[k, m]: the MR values for one k are contiguous
@@ -133,7 +134,8 @@ void pack_b_panel(bool tb, const float* B, int64_t N, int64_t K, int64_t n0, int
 
 }  // namespace
 
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C, bool accumulate) {
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+          bool accumulate) {
   if (M < 0 || N < 0 || K < 0) throw std::invalid_argument("gemm: negative dimension");
   if (M == 0 || N == 0) return;
   if (K == 0) {

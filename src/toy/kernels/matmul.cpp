@@ -16,6 +16,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "toy/kernels/cpu_features.h"
@@ -199,60 +200,48 @@ struct SuperBlock {
   int16_t sc[16], mn[16];
 };
 
-void decode_k_family(DType wt, const uint8_t* w, int64_t nsb, int8_t* q, SuperBlock* s) {
-  for (int64_t i = 0; i < nsb; ++i, q += QK_K) {
-    if (wt == DType::Q6_K) {
-      const auto& b = reinterpret_cast<const BlockQ6_K*>(w)[i];
-      s[i].d = fp16_to_f32(b.d);
-      s[i].dmin = 0;
-      for (int g = 0; g < 16; ++g) s[i].sc[g] = b.scales[g], s[i].mn[g] = 0;
-      for (int h = 0; h < 2; ++h)
-        for (int l = 0; l < 32; ++l) {
-          const uint8_t lo0 = b.ql[64 * h + l], lo1 = b.ql[64 * h + l + 32], hi = b.qh[32 * h + l];
-          int8_t* qq = q + 128 * h + l;
-          qq[0] = int8_t(((lo0 & 0x0f) | (hi & 3) << 4) - 32);
-          qq[32] = int8_t(((lo1 & 0x0f) | (hi >> 2 & 3) << 4) - 32);
-          qq[64] = int8_t(((lo0 >> 4) | (hi >> 4 & 3) << 4) - 32);
-          qq[96] = int8_t(((lo1 >> 4) | (hi >> 6 & 3) << 4) - 32);
-        }
-      continue;
+void decode_super_block(const BlockQ6_K& b, int8_t* q, SuperBlock& s) {
+  s.d = fp16_to_f32(b.d);
+  s.dmin = 0;
+  for (int g = 0; g < 16; ++g) s.sc[g] = b.scales[g], s.mn[g] = 0;
+  for (int h = 0; h < 2; ++h)  // layout in tensor/quant.cpp
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t lo0 = b.ql[64 * h + l], lo1 = b.ql[64 * h + l + 32], hi = b.qh[32 * h + l];
+      int8_t* qq = q + 128 * h + l;
+      qq[0] = int8_t(((lo0 & 0x0f) | (hi & 3) << 4) - 32);
+      qq[32] = int8_t(((lo1 & 0x0f) | (hi >> 2 & 3) << 4) - 32);
+      qq[64] = int8_t(((lo0 >> 4) | (hi >> 4 & 3) << 4) - 32);
+      qq[96] = int8_t(((lo1 >> 4) | (hi >> 6 & 3) << 4) - 32);
     }
-    // Q4_K / Q5_K share the scale packing and nibble layout (see tensor/quant.cpp).
-    const bool q5 = wt == DType::Q5_K;
-    const uint8_t* scales = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].scales : reinterpret_cast<const BlockQ4_K*>(w)[i].scales;
-    const uint8_t* qs = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].qs : reinterpret_cast<const BlockQ4_K*>(w)[i].qs;
-    const uint8_t* qh = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].qh : nullptr;
-    const uint16_t d = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].d : reinterpret_cast<const BlockQ4_K*>(w)[i].d;
-    const uint16_t dmin = q5 ? reinterpret_cast<const BlockQ5_K*>(w)[i].dmin : reinterpret_cast<const BlockQ4_K*>(w)[i].dmin;
-    s[i].d = fp16_to_f32(d);
-    s[i].dmin = fp16_to_f32(dmin);
-    for (int sb = 0; sb < 8; ++sb) {  // sub-block of 32 = groups 2sb, 2sb+1
-      int sc, mn;
-      if (sb < 4) {
-        sc = scales[sb] & 63, mn = scales[sb + 4] & 63;
-      } else {
-        sc = (scales[sb + 4] & 0x0f) | (scales[sb - 4] >> 6) << 4;
-        mn = (scales[sb + 4] >> 4) | (scales[sb] >> 6) << 4;
-      }
-      s[i].sc[2 * sb] = s[i].sc[2 * sb + 1] = int16_t(sc);
-      s[i].mn[2 * sb] = s[i].mn[2 * sb + 1] = int16_t(mn);
-      for (int l = 0; l < 32; ++l) {
-        const uint8_t byte = qs[32 * (sb / 2) + l];
-        int v = sb % 2 ? byte >> 4 : byte & 0x0f;
-        if (q5) v |= (qh[l] >> sb & 1) << 4;
-        q[32 * sb + l] = int8_t(v);
-      }
+}
+
+// Q4_K and Q5_K share the scale packing and the nibble layout (see tensor/quant.cpp).
+template <class Block> void decode_super_block(const Block& b, int8_t* q, SuperBlock& s) {
+  s.d = fp16_to_f32(b.d);
+  s.dmin = fp16_to_f32(b.dmin);
+  const uint8_t* sp = b.scales;
+  for (int sb = 0; sb < 8; ++sb) {  // sub-block of 32 values = groups 2sb, 2sb+1
+    const int sc = sb < 4 ? sp[sb] & 63 : (sp[sb + 4] & 0x0f) | (sp[sb - 4] >> 6) << 4;
+    const int mn = sb < 4 ? sp[sb + 4] & 63 : (sp[sb + 4] >> 4) | (sp[sb] >> 6) << 4;
+    s.sc[2 * sb] = s.sc[2 * sb + 1] = int16_t(sc);
+    s.mn[2 * sb] = s.mn[2 * sb + 1] = int16_t(mn);
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t byte = b.qs[32 * (sb / 2) + l];
+      int v = sb % 2 ? byte >> 4 : byte & 0x0f;
+      if constexpr (std::is_same_v<Block, BlockQ5_K>) v |= (b.qh[l] >> sb & 1) << 4;
+      q[32 * sb + l] = int8_t(v);
     }
   }
 }
 
-template <DType WT>
+template <class Block>
 void k_family_columns(const Act& a, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n) {
   const int64_t nsb = a.K / QK_K;
   std::vector<int8_t> q(static_cast<size_t>(a.K));
   std::vector<SuperBlock> s(static_cast<size_t>(nsb));
   for (int64_t j = 0; j < n; ++j) {
-    decode_k_family(WT, w + j * w_stride, nsb, q.data(), s.data());
+    const Block* wb = reinterpret_cast<const Block*>(w + j * w_stride);
+    for (int64_t i = 0; i < nsb; ++i) decode_super_block(wb[i], q.data() + i * QK_K, s[size_t(i)]);
     for (int64_t m = 0; m < a.M; ++m) {
       const auto* xb = reinterpret_cast<const BlockQ8_K*>(a.row(m));
       float acc = 0, acc_min = 0;
@@ -281,9 +270,9 @@ ColumnKernel scalar_column_kernel(DType wt) {
     case DType::Q4_0: return q8_family_columns<DType::Q4_0>;
     case DType::Q5_0: return q8_family_columns<DType::Q5_0>;
     case DType::Q8_0: return q8_family_columns<DType::Q8_0>;
-    case DType::Q4_K: return k_family_columns<DType::Q4_K>;
-    case DType::Q5_K: return k_family_columns<DType::Q5_K>;
-    case DType::Q6_K: return k_family_columns<DType::Q6_K>;
+    case DType::Q4_K: return k_family_columns<BlockQ4_K>;
+    case DType::Q5_K: return k_family_columns<BlockQ5_K>;
+    case DType::Q6_K: return k_family_columns<BlockQ6_K>;
     default: return nullptr;
   }
 }
@@ -305,7 +294,8 @@ void dequantizing_columns(ColumnKernel f32, DType wt, const Act& a, const uint8_
 
 void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {
   const DTypeInfo& ti = info(wt);
-  if (!dtype_supported(wt)) throw std::invalid_argument("matmul_wt: weights of type " + std::string(ti.name) + " are not supported");
+  if (!dtype_supported(wt))
+    throw std::invalid_argument("matmul_wt: weights of type " + std::string(ti.name) + " are not supported");
   if (M < 0 || N < 0 || K < 0 || K % ti.block_size != 0)
     throw std::invalid_argument("matmul_wt: K = " + std::to_string(K) + " is not a multiple of the " +
                                 std::string(ti.name) + " block size " + std::to_string(ti.block_size));

@@ -3,10 +3,11 @@
 // Decoding one token calls parallel_for ~100 times, so a call must cost about a microsecond,
 // not the tens of microseconds of waking sleeping threads. Workers therefore spin (with a
 // pause instruction) for kSpin after each job before they block on a condition variable; the
-// caller takes part in the work and spins (then yields) until the workers are done.
+// caller takes part in the work and spins (then yields) until the chunks that others claimed
+// are done.
 //
 // A job is a range [0, n) cut into chunks whose size depends only on n and grain; threads
-// take chunks from an atomic counter. Which thread runs a chunk varies from run to run, which
+// claim chunks one at a time. Which thread runs a chunk varies from run to run, which
 // is why every kernel computes each output element inside one chunk, in an order that does
 // not depend on the chunk boundaries: results are then identical for any thread count.
 //
@@ -30,7 +31,7 @@ namespace toy::kernels {
 namespace {
 
 constexpr auto kSpin = std::chrono::microseconds(100);  // busy-wait before sleeping
-constexpr int64_t kMaxChunks = 256;                      // chunks per call, at most (grain permitting)
+constexpr int64_t kMaxChunks = 256;                      // chunks per call, at most (fits 16 bits)
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -61,26 +62,12 @@ int default_threads() {
   return hw > 0 ? int(hw) : 1;
 }
 
-struct Job {
-  const std::function<void(int64_t, int64_t)>* fn = nullptr;
-  int64_t n = 0, chunk = 1, n_chunks = 0;
-  std::atomic<int64_t> next{0};
-  std::mutex error_mu;
-  std::exception_ptr error;
-
-  void run_chunks() {
-    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
-      try {
-        (*fn)(c * chunk, std::min(n, (c + 1) * chunk));
-      } catch (...) {
-        std::lock_guard lk(error_mu);
-        if (!error) error = std::current_exception();
-        next.store(n_chunks, std::memory_order_relaxed);  // skip the remaining chunks
-      }
-    }
-  }
-};
-
+// One parallel_for call in flight. Claiming a chunk is one compare-and-swap on `word`, which
+// packs the job id (bits 32-63), its number of chunks (16-31) and the next unclaimed chunk
+// (0-15). A successful claim proves the job is current and unfinished, so the plain fields
+// (fn, n, chunk) are this job's: the caller writes them before publishing the word and leaves
+// them alone until every claimed chunk is done. The caller therefore waits only for chunks
+// that were claimed, never for a worker that is asleep or descheduled and claimed nothing.
 class Pool {
  public:
   Pool() { start(default_threads()); }
@@ -103,75 +90,103 @@ class Pool {
       for (int64_t c = 0; c < n_chunks; ++c) fn(c * chunk, std::min(n, (c + 1) * chunk));
       return;
     }
-    Job job;
-    job.fn = &fn;
-    job.n = n;
-    job.chunk = chunk;
-    job.n_chunks = n_chunks;
-    job_ = &job;
-    pending_.store(int(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes job_
+    fn_ = &fn;
+    n_ = n;
+    chunk_ = chunk;
+    error_ = nullptr;
+    failed_.store(false, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint32_t id = job_id(word_.load(std::memory_order_relaxed)) + 1;
+    word_.store(pack(id, uint32_t(n_chunks), 0), std::memory_order_seq_cst);  // publishes the job
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard lk(mu_);
       cv_.notify_all();
     }
     t_inside_job = true;
-    job.run_chunks();
+    run_chunks(id);
     t_inside_job = false;
-    auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+    auto done = [&] { return done_.load(std::memory_order_acquire) == n_chunks; };
     if (!spin_until(done, kSpin))
       while (!done()) std::this_thread::yield();
-    job_ = nullptr;
-    if (job.error) std::rethrow_exception(job.error);
+    if (error_) std::rethrow_exception(error_);
   }
 
  private:
+  static uint64_t pack(uint32_t id, uint32_t n_chunks, uint32_t next) {
+    return uint64_t(id) << 32 | uint64_t(n_chunks) << 16 | next;
+  }
+  static uint32_t job_id(uint64_t word) { return uint32_t(word >> 32); }
+
+  // Claims and runs chunks of job `id` until none is left (or the job is no longer current).
+  void run_chunks(uint32_t id) {
+    uint64_t w = word_.load(std::memory_order_acquire);
+    for (;;) {
+      const uint32_t n_chunks = (w >> 16) & 0xffff, c = w & 0xffff;
+      if (job_id(w) != id || c >= n_chunks) return;
+      if (!word_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      if (!failed_.load(std::memory_order_relaxed)) {
+        try {
+          (*fn_)(int64_t(c) * chunk_, std::min(n_, int64_t(c + 1) * chunk_));
+        } catch (...) {
+          std::lock_guard lk(error_mu_);
+          if (!error_) error_ = std::current_exception();
+          failed_.store(true, std::memory_order_relaxed);  // the remaining chunks are skipped
+        }
+      }
+      done_.fetch_add(1, std::memory_order_release);
+      w = word_.load(std::memory_order_acquire);
+    }
+  }
+
   void start(int n) {
     if (n < 1) throw std::invalid_argument("set_num_threads: need at least 1 thread, got " + std::to_string(n));
-    stopping_ = false;
-    // A worker waits for the generation after the current one, read here: read in the new
-    // thread, it could already be the generation of a job started before the thread ran.
-    const uint64_t current = generation_.load(std::memory_order_acquire);
+    stopping_.store(false);
+    // A worker waits for a job after the current one, read here: read in the new thread, it
+    // could already be the id of a job started before the thread ran.
+    const uint32_t current = job_id(word_.load(std::memory_order_acquire));
     for (int i = 1; i < n; ++i) workers_.emplace_back([this, current] { worker(current); });
   }
 
   void stop() {
     {
       std::lock_guard lk(mu_);
-      stopping_ = true;
-      generation_.fetch_add(1, std::memory_order_seq_cst);
+      stopping_.store(true);
+      word_.store(pack(job_id(word_.load()) + 1, 0, 0), std::memory_order_seq_cst);  // an empty job
       cv_.notify_all();
     }
     for (std::thread& t : workers_) t.join();
     workers_.clear();
   }
 
-  void worker(uint64_t seen) {
+  void worker(uint32_t seen) {
     t_inside_job = true;  // a nested parallel_for from a chunk runs inline
     for (;;) {
-      auto changed = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+      auto changed = [&] { return job_id(word_.load(std::memory_order_seq_cst)) != seen; };
       if (!spin_until(changed, kSpin)) {
         std::unique_lock lk(mu_);
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         cv_.wait(lk, changed);
         sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       }
-      seen = generation_.load(std::memory_order_acquire);
-      if (stopping_) return;
-      job_->run_chunks();
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
+      seen = job_id(word_.load(std::memory_order_acquire));
+      if (stopping_.load()) return;
+      run_chunks(seen);
     }
   }
 
   std::vector<std::thread> workers_;
-  std::mutex busy_;                     // held by the thread running a job
-  std::mutex mu_;                       // for sleeping workers
+  std::mutex busy_;                    // held by the thread running a job
+  std::mutex mu_;                      // for sleeping workers
   std::condition_variable cv_;
-  std::atomic<uint64_t> generation_{0}; // bumped to start a job (or to stop)
   std::atomic<int> sleepers_{0};
-  std::atomic<int> pending_{0};         // workers still in the current job
-  Job* job_ = nullptr;
-  bool stopping_ = false;               // written under mu_ before a generation bump
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> word_{0};      // job id | number of chunks | next chunk (see above)
+  std::atomic<int64_t> done_{0};       // chunks of the current job finished
+  std::atomic<bool> failed_{false};    // a chunk of the current job threw
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, chunk_ = 1;
+  std::mutex error_mu_;
+  std::exception_ptr error_;
 };
 
 Pool& pool() {

@@ -394,7 +394,7 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
 
   // The bundle. Temporary files of a killed run (`<name>.tmp.<pid>`) are removed on resume.
   if (!resuming) fs::create_directories(fs::path(run_dir) / "weights");
-  for (const fs::path dir : {fs::path(run_dir), fs::path(run_dir) / "weights"}) {
+  for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "weights"}) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (e.path().filename().string().find(".tmp.") != std::string::npos) fs::remove(e.path(), ec);

@@ -282,8 +282,8 @@ void Tensor::backward() const {
       // A fresh gradient that nothing else references (no other handle, no view of its
       // storage) becomes the slot itself instead of being copied into a new one.
       Tensor gi = std::move(dins[i]);
-      if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 && gi.impl()->offset == 0 &&
-          gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
+      if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 && gi.impl()->storage->writable &&
+          gi.impl()->offset == 0 && gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
         slot = gi.impl_ptr();
         continue;
       }
