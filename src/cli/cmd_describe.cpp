@@ -14,21 +14,6 @@ using gguf::GgufFile;
 using gguf::Value;
 using gguf::ValueType;
 
-nlohmann::ordered_json to_json(const Value& v) {
-  switch (v.type) {
-    case ValueType::STRING: return std::string(v.s);
-    case ValueType::BOOL: return v.b;
-    case ValueType::F32: case ValueType::F64: return v.f;
-    case ValueType::ARRAY: {
-      nlohmann::ordered_json a = nlohmann::ordered_json::array();
-      for (const Value& e : v.array) a.push_back(to_json(e));
-      return a;
-    }
-    default:
-      return v.as_int();
-  }
-}
-
 std::string human_bytes(uint64_t b) {
   char buf[32];
   if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / (1ull << 30));
@@ -102,7 +87,7 @@ int run(const Args& a) {
     j["file_bytes"] = f->file_size();
     nlohmann::ordered_json hp = nlohmann::ordered_json::object();
     for (const auto& [k, v] : f->metadata())
-      if (!arch.empty() && k.rfind(arch + ".", 0) == 0) hp[k.substr(arch.size() + 1)] = to_json(v);
+      if (!arch.empty() && k.rfind(arch + ".", 0) == 0) hp[k.substr(arch.size() + 1)] = gguf::to_json(v);
     j["hyperparameters"] = hp;
     nlohmann::ordered_json tj{{"model", tok.model}, {"pre", tok.pre}, {"n_vocab", tok.n_vocab}};
     for (const auto& [role, id] : tok.specials) tj["special"][role] = f->get_int("tokenizer.ggml." + role + "_token_id");
@@ -110,7 +95,7 @@ int run(const Args& a) {
     nlohmann::ordered_json meta = nlohmann::ordered_json::object();
     for (const auto& [k, v] : f->metadata())
       if (k != "tokenizer.ggml.tokens" && k != "tokenizer.ggml.scores" && k != "tokenizer.ggml.token_type" && k != "tokenizer.ggml.merges")
-        meta[k] = to_json(v);
+        meta[k] = gguf::to_json(v);
     j["metadata"] = meta;
     nlohmann::ordered_json ts = nlohmann::ordered_json::array();
     for (const auto& t : f->tensors())

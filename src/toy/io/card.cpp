@@ -132,20 +132,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(a, b - a));
 }
 
-nlohmann::ordered_json json_of(const Value& v) {
-  switch (v.type) {
-    case ValueType::STRING: return std::string(v.s);
-    case ValueType::BOOL: return v.b;
-    case ValueType::F32: case ValueType::F64: return v.f;
-    case ValueType::ARRAY: {
-      nlohmann::ordered_json a = nlohmann::ordered_json::array();
-      for (const Value& e : v.array) a.push_back(json_of(e));
-      return a;
-    }
-    default: return is_signed(v.type) ? nlohmann::ordered_json(v.i) : nlohmann::ordered_json(v.u);
-  }
-}
-
 // --- random numbers for write_model: splitmix64 and Box–Muller ---------------------------------
 struct Rng {
   uint64_t s;
@@ -319,11 +305,11 @@ nlohmann::ordered_json to_json(const Card& c) {
   j["parameters"] = parameter_count(c);
   nlohmann::ordered_json hp = nlohmann::ordered_json::object();
   for (const auto& [k, v] : c.meta)
-    if (k.rfind(c.arch + ".", 0) == 0) hp[k.substr(c.arch.size() + 1)] = json_of(v);
+    if (k.rfind(c.arch + ".", 0) == 0) hp[k.substr(c.arch.size() + 1)] = gguf::to_json(v);
   j["hyperparameters"] = hp;
   nlohmann::ordered_json tok{{"n_vocab", c.n_vocab}};
   for (const auto& [k, v] : c.meta)
-    if (k.rfind("tokenizer.ggml.", 0) == 0) tok[k.substr(15)] = json_of(v);
+    if (k.rfind("tokenizer.ggml.", 0) == 0) tok[k.substr(15)] = gguf::to_json(v);
   j["tokenizer"] = tok;
   j["tied_output"] = c.tied_output;
   if (!c.rope_freqs.empty()) j["rope_freqs"] = c.rope_freqs;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 namespace toy::gguf {
 
@@ -196,6 +197,21 @@ std::string Value::to_display(size_t max_items) const {
     }
     default:
       return std::to_string(as_int());
+  }
+}
+
+nlohmann::ordered_json to_json(const Value& v) {
+  switch (v.type) {
+    case ValueType::STRING: return std::string(v.s);
+    case ValueType::BOOL: return v.b;
+    case ValueType::F32: case ValueType::F64: return v.f;
+    case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64: return v.i;
+    case ValueType::ARRAY: {
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
+      for (const Value& e : v.array) a.push_back(to_json(e));
+      return a;
+    }
+    default: return v.u;
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -62,6 +63,9 @@ struct Value {
   double as_float() const;   // any numeric type
   std::string to_display(size_t max_items = 8) const;  // for `toy describe`
 };
+
+// The value as JSON (strings, bools, numbers of their own signedness, nested arrays).
+nlohmann::ordered_json to_json(const Value& v);
 
 struct TensorInfo {
   std::string name;
