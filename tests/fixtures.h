@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace toy::test {
@@ -83,5 +85,28 @@ inline RunResult run_toy(const std::string& args, const std::string& stdin_text 
   std::filesystem::remove(base + ".err");
   return r;
 }
+
+// Sets environment variables for the life of the object and restores the old values after.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* k, const std::string& v) { save(k); ::setenv(k, v.c_str(), 1); }
+  void unset(const char* k) { save(k); ::unsetenv(k); }
+  ~ScopedEnv() {
+    for (auto& [k, v] : saved_)
+      if (v.second) ::setenv(k.c_str(), v.first.c_str(), 1);
+      else ::unsetenv(k.c_str());
+  }
+
+ private:
+  void save(const char* k) {
+    if (saved_.count(k)) return;
+    const char* v = std::getenv(k);
+    saved_[k] = {v ? v : "", v != nullptr};
+  }
+  std::map<std::string, std::pair<std::string, bool>> saved_;
+};
 
 }  // namespace toy::test

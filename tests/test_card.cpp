@@ -119,7 +119,9 @@ TEST(Card, RoundTripEveryFixtureArchitecture) {
     EXPECT_EQ(g->get_strings("tokenizer.ggml.tokens").size(), size_t(c.n_vocab));
     // Architectures toy runs load the built file.
     for (const auto& a : toy::architectures())
-      if (a.name == f->architecture()) EXPECT_NO_THROW(toy::load_model(g)) << f->architecture();
+      if (a.name == f->architecture()) {
+        EXPECT_NO_THROW(toy::load_model(g)) << f->architecture();
+      }
     fs::remove(out);
   }
   EXPECT_EQ(archs, (std::set<std::string>{"gemma2", "gpt2", "llama", "olmoe", "qwen2", "qwen3"}));

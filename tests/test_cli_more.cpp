@@ -174,8 +174,12 @@ TEST(CliManifest, DescribesEveryCommandAndFlag) {
       EXPECT_FALSE(f["help"].get<std::string>().empty()) << flag;
       EXPECT_TRUE(std::set<std::string>({"bool", "int", "float", "string", "path"}).count(f["type"].get<std::string>())) << flag;
       const std::string def = flag_default(f);
-      if (f["type"] != "bool" && !def.empty()) EXPECT_NE(h.out.find("(default: " + def + ")"), std::string::npos) << flag;
-      if (f.contains("short")) EXPECT_NE(h.out.find(f["short"].get<std::string>() + ", " + flag), std::string::npos) << flag;
+      if (f["type"] != "bool" && !def.empty()) {
+        EXPECT_NE(h.out.find("(default: " + def + ")"), std::string::npos) << flag;
+      }
+      if (f.contains("short")) {
+        EXPECT_NE(h.out.find(f["short"].get<std::string>() + ", " + flag), std::string::npos) << flag;
+      }
     }
     for (const auto& p : c["positionals"]) EXPECT_NE(h.out.find(p["name"].get<std::string>()), std::string::npos);
   }

@@ -24,30 +24,13 @@
 #include "toy/io/hub.h"
 
 namespace fs = std::filesystem;
+using Env = toy::test::ScopedEnv;
 using toy::test::read_text;
 using toy::test::run_toy;
 
 namespace {
 
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
-
-class Env {
- public:
-  void set(const char* k, const std::string& v) { save(k); ::setenv(k, v.c_str(), 1); }
-  void unset(const char* k) { save(k); ::unsetenv(k); }
-  ~Env() {
-    for (auto& [k, v] : saved_)
-      if (v.second) ::setenv(k.c_str(), v.first.c_str(), 1);
-      else ::unsetenv(k.c_str());
-  }
- private:
-  void save(const char* k) {
-    if (saved_.count(k)) return;
-    const char* v = std::getenv(k);
-    saved_[k] = {v ? v : "", v != nullptr};
-  }
-  std::map<std::string, std::pair<std::string, bool>> saved_;
-};
 
 // A real (tiny) GGUF so that `toy list` can read what was fetched.
 std::string model_bytes() {

@@ -15,28 +15,10 @@
 #include "toy/io/hub.h"
 
 namespace fs = std::filesystem;
+using Env = toy::test::ScopedEnv;
 using toy::test::run_toy;
 
 namespace {
-
-// Sets environment variables for one test and restores them after.
-class Env {
- public:
-  void set(const char* k, const std::string& v) { save(k); ::setenv(k, v.c_str(), 1); }
-  void unset(const char* k) { save(k); ::unsetenv(k); }
-  ~Env() {
-    for (auto& [k, v] : saved_)
-      if (v.second) ::setenv(k.c_str(), v.first.c_str(), 1);
-      else ::unsetenv(k.c_str());
-  }
- private:
-  void save(const char* k) {
-    if (saved_.count(k)) return;
-    const char* v = std::getenv(k);
-    saved_[k] = {v ? v : "", v != nullptr};
-  }
-  std::map<std::string, std::pair<std::string, bool>> saved_;
-};
 
 // A small valid GGUF: `arch` metadata, file type, and two F32 tensors (parameter count 12).
 void write_gguf(const fs::path& p, const std::string& arch, uint32_t file_type) {
@@ -223,7 +205,9 @@ TEST(List, LmStudioLocalDirsAndUnreadableFiles) {
   EXPECT_EQ((*find_model(j, "c.gguf"))["source"], "local");
   EXPECT_NE(find_model(j, "run1/d.gguf"), nullptr) << j.dump(2);
   EXPECT_TRUE(skipped_with(j, "truncated.gguf", "")) << j.dump(2);
-  if (::geteuid() != 0) EXPECT_TRUE(skipped_with(j, "locked.gguf", "unreadable")) << j.dump(2);  // root reads anything
+  if (::geteuid() != 0) {  // root reads anything
+    EXPECT_TRUE(skipped_with(j, "locked.gguf", "unreadable")) << j.dump(2);
+  }
   EXPECT_EQ(t.code, 0);
   EXPECT_NE(t.out.find("c.gguf"), std::string::npos);
 }

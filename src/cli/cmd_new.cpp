@@ -32,7 +32,7 @@ int run(const Args& a) {
     if (c == '-') c = '_';
   const std::string prefix = default_install_prefix();
   const std::vector<std::pair<std::string, std::string>> vars = {
-      {"@NAME@", name}, {"@IDENT@", ident}, {"@VERSION@", TOY_VERSION}, {"@PREFIX@", prefix}};
+      {"@BUILD_STEPS@", readme_build_steps()}, {"@NAME@", name}, {"@IDENT@", ident}, {"@VERSION@", TOY_VERSION}, {"@PREFIX@", prefix}};
 
   const bool lib = a.flag("lib");
   for (const TemplateFile& f : lib ? library_template() : experiment_template()) {

@@ -1,7 +1,8 @@
 // cli/new_templates.cpp — the texts of the projects `toy new` creates, as raw strings.
 //
 // Placeholders: @NAME@ the project name, @IDENT@ the name as a C++ identifier, @VERSION@ toy's
-// version, @PREFIX@ the default `toy install` prefix. tests/test_new.cpp builds both templates
+// version, @PREFIX@ the default `toy install` prefix, @BUILD_STEPS@ the README lines that install
+// toy and configure and build the project (readme_build_steps()). tests/test_new.cpp builds both templates
 // against an installed toy and runs them, so these texts are compiled code, not examples.
 #include "cli/new_templates.h"
 
@@ -157,17 +158,7 @@ toy library, trains it from random weights on
 
 ## Build and run
 
-toy must be installed first (once):
-
-```sh
-toy install --prefix @PREFIX@
-```
-
-Then, in this directory:
-
-```sh
-cmake -S . -B build -DCMAKE_PREFIX_PATH=@PREFIX@
-cmake --build build
+@BUILD_STEPS@
 ./build/@NAME@ config.json          # or: ./build/@NAME@ config.json 20   (20 steps)
 ```
 
@@ -300,17 +291,7 @@ new operations, blocks or architectures that live outside toy's tree.
 
 ## Build and test
 
-toy must be installed first (once):
-
-```sh
-toy install --prefix @PREFIX@
-```
-
-Then, in this directory:
-
-```sh
-cmake -S . -B build -DCMAKE_PREFIX_PATH=@PREFIX@
-cmake --build build
+@BUILD_STEPS@
 ctest --test-dir build --output-on-failure      # or: ./build/@NAME@_check
 ```
 
@@ -351,6 +332,20 @@ const std::vector<TemplateFile>& library_template() {
 std::string default_install_prefix() {
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : "/usr/local") + (home && *home ? "/.local" : "");
+}
+
+const char* readme_build_steps() {
+  return R"(toy must be installed first (once):
+
+```sh
+toy install --prefix @PREFIX@
+```
+
+Then, in this directory:
+
+```sh
+cmake -S . -B build -DCMAKE_PREFIX_PATH=@PREFIX@
+cmake --build build)";
 }
 
 }  // namespace toy::cli

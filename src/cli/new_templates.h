@@ -8,7 +8,7 @@ namespace toy::cli {
 
 struct TemplateFile {
   std::string path;  // relative to the project directory
-  std::string text;  // with @NAME@, @IDENT@, @VERSION@, @PREFIX@ still in it
+  std::string text;  // with @NAME@, @IDENT@, @VERSION@, @PREFIX@, @BUILD_STEPS@ still in it
 };
 
 // An experiment: CMakeLists.txt, main.cpp (build a model, train it on data/corpus.txt),
@@ -18,6 +18,10 @@ const std::vector<TemplateFile>& experiment_template();
 // A library depending on toy: CMakeLists.txt, include/NAME/NAME.h, src/NAME.cpp (a primitive
 // with its gradient), tests/check.cpp, README.md, .gitignore.
 const std::vector<TemplateFile>& library_template();
+
+// The README lines (inside an open sh code block) that install toy and build a project: the
+// value of @BUILD_STEPS@, itself with @PREFIX@ in it.
+const char* readme_build_steps();
 
 // Where `toy install` installs by default and generated READMEs point: $HOME/.local.
 std::string default_install_prefix();
