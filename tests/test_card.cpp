@@ -42,9 +42,9 @@ bool same_value(const Value& a, const Value& b) {
     case ValueType::F32: return float(a.f) == float(b.f);
     case ValueType::F64: return a.f == b.f;
     case ValueType::ARRAY:
-      if (a.elem != b.elem || a.array.size() != b.array.size()) return false;
-      for (size_t i = 0; i < a.array.size(); ++i)
-        if (!same_value(a.array[i], b.array[i])) return false;
+      if (a.elem != b.elem || a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (!same_value(a.at(i), b.at(i))) return false;
       return true;
     default: return a.as_int() == b.as_int();
   }

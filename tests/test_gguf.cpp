@@ -87,7 +87,7 @@ TEST(Gguf, HandBuiltFileWithEveryValueTypeAndNestedArrays) {
   im.put<uint32_t>(0x46554747);
   im.put<uint32_t>(2);          // version 2 reads too
   im.put<uint64_t>(1);          // one tensor
-  im.put<uint64_t>(14);         // metadata entries
+  im.put<uint64_t>(16);         // metadata entries
   auto key = [&](const std::string& k, uint32_t t) { im.str(k); im.put<uint32_t>(t); };
   key("u8", 0); im.put<uint8_t>(200);
   key("i8", 1); im.put<int8_t>(-5);
@@ -102,6 +102,8 @@ TEST(Gguf, HandBuiltFileWithEveryValueTypeAndNestedArrays) {
   key("i64", 11); im.put<int64_t>(-(1ll << 40));
   key("f64", 12); im.put<double>(0.25);
   key("strings", 9); im.put<uint32_t>(8); im.put<uint64_t>(2); im.str("a"); im.str("bc");
+  key("i16s", 9); im.put<uint32_t>(3); im.put<uint64_t>(3); im.put<int16_t>(-3); im.put<int16_t>(7); im.put<int16_t>(30000);
+  key("bools", 9); im.put<uint32_t>(7); im.put<uint64_t>(2); im.put<uint8_t>(0); im.put<uint8_t>(1);
   key("nested", 9); im.put<uint32_t>(9); im.put<uint64_t>(2);
   im.put<uint32_t>(5); im.put<uint64_t>(2); im.put<int32_t>(1); im.put<int32_t>(2);
   im.put<uint32_t>(5); im.put<uint64_t>(1); im.put<int32_t>(3);
@@ -125,11 +127,19 @@ TEST(Gguf, HandBuiltFileWithEveryValueTypeAndNestedArrays) {
   EXPECT_EQ(f->get_int("i64"), -(1ll << 40));
   EXPECT_DOUBLE_EQ(f->get_float("f64"), 0.25);
   EXPECT_EQ(f->get_strings("strings"), (std::vector<std::string_view>{"a", "bc"}));
+  // Arrays of scalars stay packed in the image and decode element by element.
+  EXPECT_EQ(f->get_ints("i16s"), (std::vector<int32_t>{-3, 7, 30000}));
+  const Value* bools = f->find("bools");
+  ASSERT_NE(bools, nullptr);
+  ASSERT_EQ(bools->size(), 2u);
+  EXPECT_FALSE(bools->at(0).b);
+  EXPECT_TRUE(bools->at(1).b);
+  EXPECT_THROW(bools->at(2), std::out_of_range);
   const Value* n = f->find("nested");
   ASSERT_NE(n, nullptr);
-  ASSERT_EQ(n->array.size(), 2u);
-  EXPECT_EQ(n->array[0].array[1].as_int(), 2);
-  EXPECT_EQ(n->array[1].array[0].as_int(), 3);
+  ASSERT_EQ(n->size(), 2u);
+  EXPECT_EQ(n->at(0).at(1).as_int(), 2);
+  EXPECT_EQ(n->at(1).at(0).as_int(), 3);
   const TensorInfo* t = f->find_tensor("w");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->shape, (Shape{2, 4}));  // PyTorch order: ne reversed

@@ -22,6 +22,7 @@ class DecodeEngine {
   Tensor feed(std::span<const int32_t> ids, bool last_only = false);
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return cache_.n_ctx(); }
+  size_t kv_cache_bytes() const { return cache_.bytes(); }
   void reset() { n_past_ = 0; }
   const Model& model() const { return model_; }
 

@@ -55,7 +55,7 @@ std::string type_text(const Value& v) {
 std::string literal(const Value& v) {
   if (v.type != ValueType::ARRAY) return scalar_literal(v);
   std::string s = "[";
-  for (size_t i = 0; i < v.array.size(); ++i) s += (i ? ", " : "") + scalar_literal(v.array[i]);
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + scalar_literal(v.at(i));
   return s + "]";
 }
 
@@ -121,7 +121,7 @@ Value value_from(const std::string& type, const std::string& text) {
   Value v;
   v.type = ValueType::ARRAY;
   v.elem = it->second;
-  for (const auto& e : j) v.array.push_back(scalar_from(e, it->second, e.dump()));
+  for (const auto& e : j) v.push_back(scalar_from(e, it->second, e.dump()));
   return v;
 }
 
@@ -250,7 +250,7 @@ Card parse(std::string_view text, const std::string& label) {
       if (key == "card.n_vocab" && v.is_integer()) { c.n_vocab = v.as_int(); have_vocab = true; }
       else if (key == "card.tied_output" && v.type == ValueType::BOOL) { c.tied_output = v.b; have_tied = true; }
       else if (key == "card.rope_freqs" && v.type == ValueType::ARRAY && v.elem == ValueType::F32)
-        for (const Value& e : v.array) c.rope_freqs.push_back(float(e.f));
+        for (size_t k = 0; k < v.size(); ++k) c.rope_freqs.push_back(float(v.at(k).f));
       else if (key == "card.source_dtype" && v.type == ValueType::STRING) c.source_dtype = std::string(v.s);
       else throw fail("unknown or mistyped card key " + key + " (card.n_vocab: u32, card.tied_output: bool, card.rope_freqs: [f32], card.source_dtype: string)");
       continue;

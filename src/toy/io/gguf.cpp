@@ -37,6 +37,7 @@ class Cursor {
     pos_ += sizeof(T);
     return v;
   }
+  std::span<const uint8_t> bytes(size_t from, size_t to) const { return {p_ + from, to - from}; }
   std::string_view string(const char* what) {
     const uint64_t len = read<uint64_t>(what);
     if (len > left())
@@ -96,8 +97,20 @@ Value read_value(Cursor& c, ValueType type, int depth, const std::string& key) {
       const uint64_t n = c.read<uint64_t>("array length");
       if (n > c.left() / min_size(v.elem))
         c.fail("metadata '" + key + "': array of " + std::to_string(n) + " elements exceeds the file size");
-      v.array.reserve(size_t(n));
-      for (uint64_t k = 0; k < n; ++k) v.array.push_back(read_value(c, v.elem, depth + 1, key));
+      if (v.elem == ValueType::ARRAY) {
+        v.items.reserve(size_t(n));
+        for (uint64_t k = 0; k < n; ++k) v.items.push_back(read_value(c, v.elem, depth + 1, key));
+        break;
+      }
+      // Scalars and strings stay in the file: check each one now, decode it again in at().
+      const size_t start = c.pos();
+      if (v.elem == ValueType::STRING) v.string_starts.reserve(size_t(n));
+      for (uint64_t k = 0; k < n; ++k) {
+        if (v.elem == ValueType::STRING) v.string_starts.push_back(c.pos() - start);
+        read_value(c, v.elem, depth + 1, key);
+      }
+      v.packed = c.bytes(start, c.pos());
+      v.packed_count = size_t(n);
       break;
     }
   }
@@ -132,22 +145,31 @@ Value Value::of_strings(const std::vector<std::string>& xs) {
   Value v;
   v.type = ValueType::ARRAY;
   v.elem = ValueType::STRING;
-  for (const std::string& x : xs) v.array.push_back(of_string(x));
+  for (const std::string& x : xs) v.push_back(of_string(x));
   return v;
 }
 Value Value::of_f32s(const std::vector<float>& xs) {
   Value v;
   v.type = ValueType::ARRAY;
   v.elem = ValueType::F32;
-  for (float x : xs) v.array.push_back(of_f32(x));
+  for (float x : xs) v.push_back(of_f32(x));
   return v;
 }
 Value Value::of_i32s(const std::vector<int32_t>& xs) {
   Value v;
   v.type = ValueType::ARRAY;
   v.elem = ValueType::I32;
-  for (int32_t x : xs) v.array.push_back(of_i32(x));
+  for (int32_t x : xs) v.push_back(of_i32(x));
   return v;
+}
+
+Value Value::at(size_t k) const {
+  if (!packed.data()) return items.at(k);
+  if (k >= packed_count) throw std::out_of_range("gguf array index " + std::to_string(k));
+  static const std::string label = "gguf array";
+  const size_t from = elem == ValueType::STRING ? size_t(string_starts[k]) : k * size_t(min_size(elem));
+  Cursor c(label, packed.data() + from, packed.size() - from);
+  return read_value(c, elem, 1, label);
 }
 
 bool Value::is_integer() const {
@@ -187,11 +209,11 @@ std::string Value::to_display(size_t max_items) const {
       return buf;
     }
     case ValueType::ARRAY: {
-      std::string r = "[" + std::string(type_name(elem)) + " × " + std::to_string(array.size()) + "]";
-      if (!array.empty()) {
+      std::string r = "[" + std::string(type_name(elem)) + " × " + std::to_string(size()) + "]";
+      if (!empty()) {
         r += " ";
-        for (size_t k = 0; k < array.size() && k < max_items; ++k) r += (k ? ", " : "") + array[k].to_display(2);
-        if (array.size() > max_items) r += ", …";
+        for (size_t k = 0; k < size() && k < max_items; ++k) r += (k ? ", " : "") + at(k).to_display(2);
+        if (size() > max_items) r += ", …";
       }
       return r;
     }
@@ -208,7 +230,7 @@ nlohmann::ordered_json to_json(const Value& v) {
     case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64: return v.i;
     case ValueType::ARRAY: {
       nlohmann::ordered_json a = nlohmann::ordered_json::array();
-      for (const Value& e : v.array) a.push_back(to_json(e));
+      for (size_t k = 0; k < v.size(); ++k) a.push_back(to_json(v.at(k)));
       return a;
     }
     default: return v.u;
@@ -382,8 +404,8 @@ std::vector<std::string_view> GgufFile::get_strings(std::string_view key) const 
   if (!v) return {};
   if (v->type != ValueType::ARRAY || v->elem != ValueType::STRING) bad_key(path_, key, "an array of strings", v);
   std::vector<std::string_view> r;
-  r.reserve(v->array.size());
-  for (const Value& e : v->array) r.push_back(e.s);
+  r.reserve(v->size());
+  for (size_t k = 0; k < v->size(); ++k) r.push_back(v->at(k).s);
   return r;
 }
 std::vector<float> GgufFile::get_floats(std::string_view key) const {
@@ -392,18 +414,18 @@ std::vector<float> GgufFile::get_floats(std::string_view key) const {
   if (v->type != ValueType::ARRAY || v->elem == ValueType::STRING || v->elem == ValueType::ARRAY)
     bad_key(path_, key, "an array of numbers", v);
   std::vector<float> r;
-  r.reserve(v->array.size());
-  for (const Value& e : v->array) r.push_back(float(e.as_float()));
+  r.reserve(v->size());
+  for (size_t k = 0; k < v->size(); ++k) r.push_back(float(v->at(k).as_float()));
   return r;
 }
 std::vector<int32_t> GgufFile::get_ints(std::string_view key) const {
   const Value* v = find(key);
   if (!v) return {};
-  if (v->type != ValueType::ARRAY || !(v->array.empty() || v->array[0].is_integer()))
+  if (v->type != ValueType::ARRAY || !(v->empty() || v->at(0).is_integer()))
     bad_key(path_, key, "an array of integers", v);
   std::vector<int32_t> r;
-  r.reserve(v->array.size());
-  for (const Value& e : v->array) r.push_back(int32_t(e.as_int()));
+  r.reserve(v->size());
+  for (size_t k = 0; k < v->size(); ++k) r.push_back(int32_t(v->at(k).as_int()));
   return r;
 }
 
@@ -460,8 +482,9 @@ struct Out {
       case ValueType::STRING: str(v.s); break;
       case ValueType::ARRAY:
         put<uint32_t>(uint32_t(v.elem));
-        put<uint64_t>(v.array.size());
-        for (const Value& e : v.array) value(e);
+        put<uint64_t>(v.size());
+        if (v.packed.data()) buf.insert(buf.end(), v.packed.begin(), v.packed.end());  // already encoded
+        else for (const Value& e : v.items) value(e);
         break;
     }
   }

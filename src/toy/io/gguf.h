@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,7 +46,19 @@ struct Value {
   std::string_view s;
   std::shared_ptr<std::string> owned;       // backing text for strings built in code
   ValueType elem = ValueType::U8;           // element type when type == ARRAY
-  std::vector<Value> array;
+
+  // The elements of an ARRAY. An array of scalars or strings read from a file stays packed in
+  // the mapping and an element is decoded when asked, so a 49k-piece vocabulary costs almost
+  // no heap (as Values it would take ~15 MB); arrays built in code and nested arrays hold Values.
+  size_t size() const { return packed.data() ? packed_count : items.size(); }
+  bool empty() const { return size() == 0; }
+  Value at(size_t k) const;
+  void push_back(Value e) { items.push_back(std::move(e)); }
+
+  std::vector<Value> items;                 // built in code, or nested arrays
+  std::span<const uint8_t> packed;          // read from a file: the encoded elements
+  size_t packed_count = 0;
+  std::vector<uint64_t> string_starts;      // packed strings: where each one's length prefix is
 
   static Value of_u32(uint32_t v);
   static Value of_i32(int32_t v);

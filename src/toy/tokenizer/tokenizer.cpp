@@ -59,19 +59,20 @@ Metadata read_metadata(const gguf::GgufFile& f) {
   m.name = f.opt_string("general.name").value_or("");
 
   const Value* tokens = array_of(f, "tokenizer.ggml.tokens", true);
-  if (!tokens || tokens->array.empty()) throw TokenizerError(f.path() + ": no tokenizer.ggml.tokens (empty vocabulary)");
-  m.tokens.reserve(tokens->array.size());
-  for (const Value& t : tokens->array) m.tokens.emplace_back(t.s);
+  if (!tokens || tokens->empty()) throw TokenizerError(f.path() + ": no tokenizer.ggml.tokens (empty vocabulary)");
+  m.tokens.reserve(tokens->size());
+  for (size_t k = 0; k < tokens->size(); ++k) m.tokens.emplace_back(tokens->at(k).s);
 
   if (const Value* s = array_of(f, "tokenizer.ggml.scores", false))
-    for (const Value& x : s->array) m.scores.push_back(float(x.as_float()));
+    for (size_t k = 0; k < s->size(); ++k) m.scores.push_back(float(s->at(k).as_float()));
   if (const Value* t = array_of(f, "tokenizer.ggml.token_type", false))
-    for (const Value& x : t->array) {
+    for (size_t k = 0; k < t->size(); ++k) {
+      const Value x = t->at(k);
       if (!x.is_integer()) throw TokenizerError(f.path() + ": tokenizer.ggml.token_type must hold integers");
       m.types.push_back(int32_t(x.as_int()));
     }
   if (const Value* g = array_of(f, "tokenizer.ggml.merges", true))
-    for (const Value& x : g->array) m.merges.emplace_back(x.s);
+    for (size_t k = 0; k < g->size(); ++k) m.merges.emplace_back(g->at(k).s);
 
   for (const auto& [key, v] : f.metadata()) {
     if (key.rfind("tokenizer.ggml.", 0) != 0 || !key.ends_with("_token_id")) continue;
