@@ -12,19 +12,41 @@ DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx)
     : model_(m),
       cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head) {}
 
-Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
+void DecodeEngine::check_room(std::span<const int32_t> ids) const {
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   if (T == 0) throw std::invalid_argument("feed: no tokens");
   if (n_past_ + T > n_ctx())
     throw std::length_error(std::to_string(n_past_ + T) + " tokens do not fit the context of " + std::to_string(n_ctx()));
   for (int32_t id : ids)
     if (id < 0 || id >= V) throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+}
+
+Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
+  check_room(ids);
+  const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   NoGrad no_grad;
-  Ctx ctx{.pos0 = n_past_, .kv = &cache_};
+  const Ctx ctx{.seqs = {{.pos0 = n_past_, .kv = &cache_}}};
   Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T, V]
   n_past_ += T;
   logits = logits.reshape({T, V});
   return last_only ? logits.row_slice(T - 1, T) : logits;
+}
+
+Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::span<const int32_t> ids) {
+  const int64_t B = int64_t(engines.size());
+  if (B == 0 || ids.size() != engines.size()) throw std::invalid_argument("feed_batch: one token per engine, at least one engine");
+  const Model& model = engines[0]->model_;
+  Ctx ctx{.seqs = {}};
+  for (int64_t b = 0; b < B; ++b) {
+    DecodeEngine& e = *engines[size_t(b)];
+    if (&e.model_ != &model) throw std::invalid_argument("feed_batch: the engines run different models");
+    e.check_room(ids.subspan(size_t(b), 1));
+    ctx.seqs.push_back({.pos0 = e.n_past_, .kv = &e.cache_});
+  }
+  NoGrad no_grad;
+  Tensor logits = model.forward(Tensor::from_ids({B, 1}, ids), ctx);  // [B, 1, V]
+  for (DecodeEngine* e : engines) ++e->n_past_;
+  return logits.reshape({B, model.config().n_vocab});
 }
 
 int32_t argmax(std::span<const float> logits) {
