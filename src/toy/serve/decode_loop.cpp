@@ -44,6 +44,11 @@ std::shared_ptr<Run> DecodeLoop::start(SlotPool::Lease lease, Completion complet
   return run;
 }
 
+DecodeLoop::Stats DecodeLoop::stats() {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
 void DecodeLoop::publish(Run& r, Delta d) {
   if (!r.stream_ || (d.text.empty() && d.tokens.empty())) return;
   r.out_.push_back(std::move(d));
@@ -120,6 +125,7 @@ void DecodeLoop::loop() {
     lk.lock();
     if (!error.empty())
       for (Run* r : going) end(*r, error);
+    if (!going.empty()) stats_ = {.steps = stats_.steps + 1, .tokens = stats_.tokens + going.size()};
   }
 }
 

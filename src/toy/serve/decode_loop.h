@@ -69,6 +69,12 @@ class DecodeLoop {
   // Hands a prefilled completion (on the slot of `lease`) to the loop.
   std::shared_ptr<Run> start(SlotPool::Lease lease, Completion completion, bool stream);
 
+  struct Stats {
+    uint64_t steps = 0;   // batched forward passes so far
+    uint64_t tokens = 0;  // tokens they fed: tokens / steps is the mean batch
+  };
+  Stats stats();
+
  private:
   friend class Run;
   void loop();
@@ -80,6 +86,7 @@ class DecodeLoop {
   std::condition_variable cv_;                           // the loop waits here
   std::vector<std::shared_ptr<Run>> runs_;
   bool stopping_ = false;
+  Stats stats_;
   std::thread thread_;
 };
 

@@ -109,12 +109,15 @@ void Server::Impl::log(const std::string& line) const {
 void Server::Impl::routes() {
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const SlotPool::Stats s = slots.stats();
+    const DecodeLoop::Stats d = decoder.stats();
     send_json(res,
               {{"status", stopping ? "shutting down" : "ok"},
                {"slots_idle", s.slots - s.busy},
                {"slots_processing", s.busy},
                {"requests_waiting", s.waiting},
-               {"queue_limit", s.max_queue}},
+               {"queue_limit", s.max_queue},
+               {"decode_steps", d.steps},
+               {"decode_tokens", d.tokens}},
               stopping ? 503 : 200);
   });
   auto model_object = [this] {
