@@ -9,9 +9,9 @@
 // same bits for any number of rows and everything else works row by row.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
-#include <nlohmann/json.hpp>
 
 #include "fixtures.h"
 #include "toy/archs/model.h"
@@ -21,12 +21,6 @@ using namespace toy;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool supported(const std::string& arch) {
-  for (const Architecture& a : architectures())
-    if (arch == a.name) return true;
-  return false;
-}
 
 // Bits of logits row `row` of [R, V].
 std::vector<uint32_t> bits(const Tensor& logits, int64_t row) {
@@ -39,7 +33,8 @@ std::vector<uint32_t> bits(const Tensor& logits, int64_t row) {
 void check_batching(const fs::path& path) {
   SCOPED_TRACE(path.filename().string());
   auto file = gguf::GgufFile::open(path.string());
-  if (!supported(file->architecture())) return;
+  const auto& archs = architectures();
+  if (std::none_of(archs.begin(), archs.end(), [&](const Architecture& a) { return file->architecture() == a.name; })) return;
   auto model = load_model(file);
   const int64_t V = model->config().n_vocab;
   auto token = [&](int64_t i) { return int32_t((i * 7919 + 13) % V); };
