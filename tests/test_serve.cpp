@@ -642,6 +642,23 @@ TEST_F(Serve, ClientThatVanishesBeforeANonStreamedAnswerFreesItsSlot) {
   EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
 }
 
+TEST_F(Serve, AClientThatStopsReadingDoesNotHoldBackTheOthers) {
+  // One slot generates for a client that reads nothing (its text piles up, then its request sits
+  // out the decode steps); the other slot's requests still get their answers at once.
+  auto blocked = hold_a_slot(port);
+  ASSERT_TRUE(wait_busy(port, 1));
+  const json q = {{"model", "tiny"}, {"prompt", "The cat"}, {"max_tokens", 24}, {"temperature", 0}};
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Reply r = post(port, "/v1/completions", q.dump(), /*timeout_s=*/10);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }
+  EXPECT_EQ(health(port)["slots_processing"], 1);  // the reader-less request still holds its slot
+  blocked.reset();
+  EXPECT_TRUE(wait_busy(port, 0));
+}
+
 TEST_F(Serve, ManyConcurrentClientsGetIndependentAnswers) {
   // Each client asks for the greedy continuation of its own prompt; concurrent answers must
   // equal the ones given alone. Beyond 2 slots + 4 queued, a client may get 503.
