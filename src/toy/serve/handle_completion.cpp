@@ -194,7 +194,7 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, httplib::
   const int slot = lease->slot(), fd = client_socket(http_req);
   CompletionResult r = generate(*this, std::move(*lease), job, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
   log(http_req.path + " slot " + std::to_string(slot) + ": " + summary(r));
-  if (r.cancelled) return;  // nobody is listening
+  if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket
   send_json(res, response_json(header, r, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));
 }
 
