@@ -334,8 +334,8 @@ TEST(Gpt2, PositionsBeyondTheLearnedTableAreAnError) {
   auto model = load(path);
   NoGrad ng;
   const std::vector<int32_t> toks(10, 5);
-  EXPECT_THROW(model->forward(Tensor::from_ids({1, 10}, toks), Ctx{.pos0 = 250}), ShapeError);
-  EXPECT_NO_THROW(model->forward(Tensor::from_ids({1, 10}, toks), Ctx{.pos0 = 246}));
+  EXPECT_THROW(model->forward(Tensor::from_ids({1, 10}, toks), Ctx{.seqs = {{.pos0 = 250}}}), ShapeError);
+  EXPECT_NO_THROW(model->forward(Tensor::from_ids({1, 10}, toks), Ctx{.seqs = {{.pos0 = 246}}}));
 }
 
 // --- all three: GGUF round trip through for_each_param and write_metadata -------------------

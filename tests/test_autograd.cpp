@@ -228,16 +228,19 @@ struct LayerNorm {
   static Tensor forward(std::span<const Tensor> x) { return layer_norm(x[0], x[1], x[2], 1e-5f); }
 };
 
-struct RopeNorm {  // adjacent pairs, every dimension rotated, positions from 0
+struct RopeNorm {  // adjacent pairs, every dimension rotated; row 0 at positions 0…3, row 1 at 5…8
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 4, 3, 8})}; }
-  static Tensor forward(std::span<const Tensor> x) { return rope(x[0], 0, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}}); }
+  static Tensor forward(std::span<const Tensor> x) {
+    const Tensor pos = Tensor::from_ids({2, 4}, std::vector<int32_t>{0, 1, 2, 3, 5, 6, 7, 8});
+    return rope(x[0], pos, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}});
+  }
 };
 
 struct RopeNeoxPartial {  // half-split pairs, 4 of 8 dimensions rotated, positions from 7, freq factors
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 3, 2, 8})}; }
   static Tensor forward(std::span<const Tensor> x) {
     const std::vector<float> f = {1.0f, 4.0f};
-    return rope(x[0], 7, {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)});
+    return rope(x[0], Tensor::from_ids({1, 3}, std::vector<int32_t>{7, 8, 9}), {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)});
   }
 };
 

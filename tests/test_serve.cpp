@@ -624,6 +624,41 @@ TEST_F(Serve, ClientThatVanishesMidStreamFreesItsSlot) {
   EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
 }
 
+TEST_F(Serve, ClientThatVanishesBeforeANonStreamedAnswerFreesItsSlot) {
+  // A long answer (logprobs make each token slower), asked for without streaming; the client
+  // hangs up while it is generated. The server notices the closed socket and stops.
+  {
+    RawConn c(port);
+    c.send_all(http_post_text("/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1000}, {"ignore_eos", true}, {"logprobs", 20}}.dump()));
+    ASSERT_TRUE(wait_busy(port, 1)) << health(port).dump();
+  }
+  EXPECT_TRUE(wait_busy(port, 0)) << "the slot was not freed: " << health(port).dump();
+  // Its log line says it was cut short: fewer tokens than asked for, "client went away".
+  std::string line;
+  for (size_t at = 0; (at = server_->log().find("/v1/completions slot", at)) != std::string::npos; ++at)
+    line = server_->log().substr(at, server_->log().find('\n', at) - at);
+  EXPECT_NE(line.find("client went away"), std::string::npos) << line;
+  EXPECT_EQ(line.find("completion 1000 tokens"), std::string::npos) << line;
+  EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
+}
+
+TEST_F(Serve, AClientThatStopsReadingDoesNotHoldBackTheOthers) {
+  // One slot generates for a client that reads nothing (its text piles up, then its request sits
+  // out the decode steps); the other slot's requests still get their answers at once.
+  auto blocked = hold_a_slot(port);
+  ASSERT_TRUE(wait_busy(port, 1));
+  const json q = {{"model", "tiny"}, {"prompt", "The cat"}, {"max_tokens", 24}, {"temperature", 0}};
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Reply r = post(port, "/v1/completions", q.dump(), /*timeout_s=*/10);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  }
+  EXPECT_EQ(health(port)["slots_processing"], 1);  // the reader-less request still holds its slot
+  blocked.reset();
+  EXPECT_TRUE(wait_busy(port, 0));
+}
+
 TEST_F(Serve, ManyConcurrentClientsGetIndependentAnswers) {
   // Each client asks for the greedy continuation of its own prompt; concurrent answers must
   // equal the ones given alone. Beyond 2 slots + 4 queued, a client may get 503.
@@ -664,6 +699,59 @@ TEST_F(Serve, ManyConcurrentClientsGetIndependentAnswers) {
   for (int i = 0; i < 64; ++i) pings.push_back(std::async(std::launch::async, [&] { return get(port, "/health").status; }));
   for (auto& f : pings) EXPECT_EQ(f.get(), 200);
   EXPECT_TRUE(wait_busy(port, 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server of its own with four slots: concurrent requests are decoded as one batch, and each
+// answer is the one it gets alone.
+
+TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 4 --ctx 512");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+  // Greedy and seeded sampling, streamed and not, with logprobs and penalties: everything a
+  // request keeps for itself.
+  const std::vector<json> requests = {
+      {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 48}, {"temperature", 0}, {"logprobs", 3}},
+      {{"model", "tiny"}, {"prompt", "The cat sat"}, {"max_tokens", 40}, {"temperature", 0.9}, {"top_p", 0.9}, {"seed", 7}, {"stream", true}},
+      {{"model", "tiny"}, {"prompt", "In a galaxy far away, a very long time ago"}, {"max_tokens", 56}, {"temperature", 1.2}, {"seed", 8},
+       {"frequency_penalty", 0.5}, {"logprobs", 2}},
+      {{"model", "tiny"}, {"prompt", "Hello"}, {"max_tokens", 44}, {"temperature", 0.7}, {"seed", 9}, {"stream", true}, {"ignore_eos", true}},
+  };
+  // The answer's text (+ logprobs when asked), from a plain or a streamed response.
+  auto answer = [](const Reply& r, bool stream) {
+    if (!stream) return r.j()["choices"][0].dump();
+    bool done = false;
+    std::string text;
+    for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
+    EXPECT_TRUE(done);
+    return text;
+  };
+  std::vector<std::string> alone;
+  for (const json& q : requests) {
+    const Reply r = post(port, "/v1/completions", q);
+    ASSERT_EQ(r.status, 200) << r.body;
+    alone.push_back(answer(r, q.value("stream", false)));
+  }
+  const json before = health(port);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::future<Reply>> futures;
+    for (const json& q : requests) futures.push_back(std::async(std::launch::async, [&, q] { return post(port, "/v1/completions", q); }));
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Reply r = futures[i].get();
+      ASSERT_EQ(r.status, 200) << r.body;
+      EXPECT_EQ(answer(r, requests[i].value("stream", false)), alone[i]) << "request " << i << ", round " << round;
+    }
+  }
+  // Steps fed more than one token each: the requests really were batched.
+  const json after = health(port);
+  const int64_t steps = after["decode_steps"].get<int64_t>() - before["decode_steps"].get<int64_t>();
+  const int64_t tokens = after["decode_tokens"].get<int64_t>() - before["decode_tokens"].get<int64_t>();
+  ASSERT_GT(steps, 0);
+  std::printf("  %lld decode steps fed %lld tokens: mean batch %.2f\n", (long long)steps, (long long)tokens, double(tokens) / double(steps));
+  EXPECT_GT(tokens, steps + steps / 2);
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
 }
 
 // ---------------------------------------------------------------------------------------------

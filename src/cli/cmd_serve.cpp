@@ -102,7 +102,7 @@ Registrar reg({
     .flags = {{"host", FlagType::String, "127.0.0.1", "address to listen on (0.0.0.0: every interface)"},
               {"port", FlagType::Int, "8080", "TCP port (0: any free port; the line 'listening on …' says which)"},
               {"name", FlagType::String, "", "model id clients ask for (default: the file name without .gguf)"},
-              {"parallel", FlagType::Int, "1", "requests generating at once, each with its own KV cache"},
+              {"parallel", FlagType::Int, "1", "requests generating at once, each with its own KV cache; decoded as one batch"},
               {"queue", FlagType::Int, "16", "requests that may wait for a slot; more get 503"},
               {"ctx", FlagType::Int, "0", "context per slot, prompt + completion (0: the model's, at most 4096)", 'c'},
               {"max-body", FlagType::Int, "1048576", "largest request body in bytes; larger: 413"},

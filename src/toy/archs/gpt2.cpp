@@ -1,6 +1,6 @@
 // archs/gpt2.cpp — GPT-2. GGUF arch "gpt2". HF: GPT2LMHeadModel.
 //
-//   x = token_embd[tokens] + position_embd[pos0 + t]                          [B, T, D]
+//   x = token_embd[tokens] + position_embd[positions]                         [B, T, D]
 //   for each layer:  h = x + attention(layer_norm(x))    fused attn_qkv (+ bias), no rope
 //                    x = h + mlp(layer_norm(h))          ffn_down(gelu(ffn_up·h + b)) + b
 //   logits = output · layer_norm(x)   (output = token_embd when tied)       [B, T, V]
@@ -18,11 +18,11 @@ Gpt2Model::Gpt2Model(Gpt2Hparams hp, Gpt2Weights w) : hp_(std::move(hp)), w_(std
 Tensor Gpt2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
   auto [B, T] = tokens.dims<2>("gpt2: tokens");
   const int64_t n_pos = w_.position_embd.size(0);
-  if (ctx.pos0 < 0 || ctx.pos0 + T > n_pos)
-    throw ShapeError("gpt2: positions up to " + std::to_string(ctx.pos0 + T) + " exceed the " + std::to_string(n_pos) + " learned positions");
-  std::vector<int32_t> pos(size_t(B * T));
-  for (int64_t i = 0; i < B * T; ++i) pos[size_t(i)] = int32_t(ctx.pos0 + i % T);
-  Tensor x = embedding(w_.token_embd, tokens) + embedding(w_.position_embd, Tensor::from_ids({B, T}, pos));  // [B, T, D]
+  const Tensor pos = ctx.positions(B, T);                                                // I32 [B, T]
+  for (int64_t b = 0; b < B; ++b)
+    if (ctx.seq(b).pos0 < 0 || ctx.seq(b).pos0 + T > n_pos)
+      throw ShapeError("gpt2: positions up to " + std::to_string(ctx.seq(b).pos0 + T) + " exceed the " + std::to_string(n_pos) + " learned positions");
+  Tensor x = embedding(w_.token_embd, tokens) + embedding(w_.position_embd, pos);       // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l)
     x = gpt2_block(w_.layers[size_t(l)], hp_.attn, hp_.ln_eps, x, ctx, l);              // [B, T, D]
   x = layer_norm(x, w_.output_norm, w_.output_norm_bias, hp_.ln_eps);                  // [B, T, D]

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "toy/primitives/indexing.h"
+
 namespace toy {
 
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head) : n_ctx_(n_ctx) {
@@ -33,6 +35,30 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
   return {K.row_slice(0, S).reshape({1, S, Hkv, Dh}), V.row_slice(0, S).reshape({1, S, Hkv, Dh})};
 }
 
+Tensor Ctx::positions(int64_t B, int64_t T) const {
+  if (seqs.size() != 1 && int64_t(seqs.size()) != B)
+    throw ShapeError("ctx: " + std::to_string(seqs.size()) + " sequences for a batch of " + std::to_string(B) + " rows");
+  std::vector<int32_t> pos(size_t(B * T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) pos[size_t(b * T + t)] = int32_t(seq(b).pos0 + t);
+  return Tensor::from_ids({B, T}, pos);
+}
+
+Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o, const Ctx& ctx,
+                          int64_t layer) {
+  auto [B, T, H, Dh] = q.dims<4>("sequence_attention: q");
+  const int64_t Hkv = k.size(2);
+  if (!ctx.seq(0).kv) return attention(q, k, v, o);
+  if (ctx.seqs.size() != size_t(B)) throw ShapeError("sequence_attention: a KV cache holds one sequence, not a batch of " + std::to_string(B));
+  std::vector<Tensor> rows;                                                        // row b: [T·H, Dh]
+  for (int64_t b = 0; b < B; ++b) {
+    const Seq& s = ctx.seq(b);
+    auto [K, V] = s.kv->store(layer, s.pos0, slab(k, b).reshape({1, T, Hkv, Dh}), slab(v, b).reshape({1, T, Hkv, Dh}));  // [1, S_b, Hkv, Dh]
+    rows.push_back(attention(slab(q, b).reshape({1, T, H, Dh}), K, V, o).reshape({T * H, Dh}));
+  }
+  return concat_rows(rows).reshape({B, T, H, Dh});                                 // [B, T, H, Dh]
+}
+
 Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer) {
   auto [B, T, D] = x.dims<3>("self_attention: x");
   const int64_t H = c.n_head, Hkv = c.n_kv_head, Dh = c.d_head;
@@ -50,10 +76,10 @@ Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const
     q = rms_norm(q, w.attn_q_norm, c.norm_eps);
     k = rms_norm(k, w.attn_k_norm, c.norm_eps);
   }
-  q = rope(q, ctx.pos0, c.rope);                                     // [B, T, H, Dh]
-  k = rope(k, ctx.pos0, c.rope);                                     // [B, T, Hkv, Dh]
-  if (ctx.kv) std::tie(k, v) = ctx.kv->store(layer, ctx.pos0, k, v); // [1, S, Hkv, Dh]
-  Tensor o = attention(q, k, v, c.options);                          // [B, T, H, Dh]
+  const Tensor pos = ctx.positions(B, T);                            // I32 [B, T]
+  q = rope(q, pos, c.rope);                                          // [B, T, H, Dh]
+  k = rope(k, pos, c.rope);                                          // [B, T, Hkv, Dh]
+  Tensor o = sequence_attention(q, k, v, c.options, ctx, layer);     // [B, T, H, Dh]
   return linear(o.reshape({B, T, H * Dh}), w.attn_output);           // [B, T, D]
 }
 

@@ -25,11 +25,20 @@ class KvCache {
   std::vector<Tensor> k_, v_;
 };
 
-// What a forward pass needs besides the tokens: where the tokens sit, and the cache (null when
-// training on whole sequences).
+// Where one sequence's new tokens sit, and the cache that holds its past.
+struct Seq {
+  int64_t pos0 = 0;                    // position of the first token of this forward pass
+  KvCache* kv = nullptr;               // null: no cache (training on whole sequences)
+};
+
+// What a forward pass needs besides the tokens. Usually every row of the batch sits at the same
+// place (one Seq: training, a prompt); a batched decode step gives one Seq per row, so that row b
+// continues its own sequence, at its own position, in its own cache.
 struct Ctx {
-  int64_t pos0 = 0;
-  KvCache* kv = nullptr;
+  std::vector<Seq> seqs = {Seq{}};     // 1 (shared by every row) or B
+  const Seq& seq(int64_t b) const { return seqs.size() == 1 ? seqs[0] : seqs[size_t(b)]; }
+  // I32 [B, T]: seq(b).pos0 + t. Throws ShapeError when there are neither 1 nor B sequences.
+  Tensor positions(int64_t B, int64_t T) const;
 };
 
 enum class QkNorm {
@@ -52,7 +61,14 @@ struct AttentionConfig {
   AttentionOptions options;                           // scale, softcap, window
 };
 
-// Multi-head self-attention with RoPE and (when ctx.kv is set) the KV cache.
+// Causal attention of each row over its own sequence. Without a cache: over the row's k, v. With
+// one: the row's k, v are written to its sequence's cache first and its queries see the whole
+// cache (a row alone or in a batch gets the same bits).
+// q: [B, T, H, Dh], k, v: [B, T, Hkv, Dh] -> [B, T, H, Dh]
+Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o, const Ctx& ctx,
+                          int64_t layer);
+
+// Multi-head self-attention with RoPE and (when the context has one) the KV cache.
 // x: [B, T, D] -> [B, T, D]
 Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer);
 

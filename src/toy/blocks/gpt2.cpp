@@ -13,8 +13,7 @@ Tensor fused_qkv_attention(const FusedQkvWeights& w, const AttentionConfig& c, c
   Tensor q = narrow(qkv, 0, H * Dh).reshape({B, T, H, Dh});                       // [B, T, H, Dh]
   Tensor k = narrow(qkv, H * Dh, Hkv * Dh).reshape({B, T, Hkv, Dh});              // [B, T, Hkv, Dh]
   Tensor v = narrow(qkv, (H + Hkv) * Dh, Hkv * Dh).reshape({B, T, Hkv, Dh});      // [B, T, Hkv, Dh]
-  if (ctx.kv) std::tie(k, v) = ctx.kv->store(layer, ctx.pos0, k, v);             // [1, S, Hkv, Dh]
-  Tensor o = attention(q, k, v, c.options);                                       // [B, T, H, Dh]
+  Tensor o = sequence_attention(q, k, v, c.options, ctx, layer);                  // [B, T, H, Dh]
   return linear(o.reshape({B, T, H * Dh}), w.attn_output, w.attn_output_bias);    // [B, T, D]
 }
 

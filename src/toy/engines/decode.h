@@ -20,6 +20,10 @@ class DecodeEngine {
   // Feeds `ids` at positions n_past … and returns their logits [T, n_vocab] (all rows, or only
   // the last row when last_only). Throws std::length_error when the context would overflow.
   Tensor feed(std::span<const int32_t> ids, bool last_only = false);
+  // One decode step of several sequences at once: ids[b] is fed to engines[b] (all over the same
+  // model) in one forward pass of B rows, so each weight matrix is read once for all of them.
+  // Returns logits [B, n_vocab]; row b has the bits engines[b]->feed({ids[b]}) would return.
+  static Tensor feed_batch(std::span<DecodeEngine* const> engines, std::span<const int32_t> ids);
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return cache_.n_ctx(); }
   size_t kv_cache_bytes() const { return cache_.bytes(); }
@@ -27,6 +31,8 @@ class DecodeEngine {
   const Model& model() const { return model_; }
 
  private:
+  void check_room(std::span<const int32_t> ids) const;  // throws as feed() documents
+
   const Model& model_;
   KvCache cache_;
   int64_t n_past_ = 0;

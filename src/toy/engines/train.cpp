@@ -37,7 +37,7 @@ Tensor TrainEngine::loss_of(const Batch& b) const {
   if (b.targets.shape() != Shape{B * T})
     throw ShapeError("train: targets " + to_string(b.targets.shape()) + " for tokens " + to_string(b.tokens.shape()));
   const int64_t V = m_.config().n_vocab;
-  Tensor logits = m_.forward(b.tokens, Ctx{.pos0 = 0, .kv = nullptr});  // [B, T, V]
+  Tensor logits = m_.forward(b.tokens, Ctx{});  // [B, T, V]
   return cross_entropy(logits.reshape({B * T, V}), b.targets);          // scalar
 }
 

@@ -1,5 +1,5 @@
 // engines/train.h — L4: train a Model. One step is the model's own forward pass (the one
-// inference runs, with Ctx{pos0 = 0, kv = nullptr}), cross-entropy over every position,
+// inference runs, with Ctx{}: position 0, no cache), cross-entropy over every position,
 // backward through the recorded graph, global-norm clipping and AdamW.
 //
 // Glossary: B batch, T tokens per sequence (the context), V n_vocab.

@@ -48,8 +48,9 @@ struct Rope {
   float base = 10000.0f;      // θ_i = p · base^(−2i/n_rot) / freq_factors[i]
   Tensor freq_factors;        // optional [n_rot/2] (Llama-3 scaling, `rope_freqs.weight`)
 };
-// Rotates each head of x by its position pos0 + t.  x: [B, T, H, Dh] -> [B, T, H, Dh]
-Tensor rope(const Tensor& x, int64_t pos0, const Rope& r);
+// Rotates each head of x[b, t] by the angles of position pos[b, t] (rows of a batch may sit at
+// different positions: a batched decode step).  x: [B, T, H, Dh], pos: I32 [B, T] -> [B, T, H, Dh]
+Tensor rope(const Tensor& x, const Tensor& pos, const Rope& r);
 
 // --- attention --------------------------------------------------------------------------
 struct AttentionOptions {

@@ -1,8 +1,10 @@
 // primitives/rope.cpp — rotary position embedding (NORM and NEOX pairings), with gradient.
 //
-// Pair i (i < n_rot/2) of a head rotates by θ = p · base^(−2i/n_rot) / f_i. NORM pairs the
-// adjacent dimensions (2i, 2i+1); NEOX pairs (i, i + n_rot/2). Dimensions ≥ n_rot pass through.
+// Pair i (i < n_rot/2) of a head at position p rotates by θ = p · base^(−2i/n_rot) / f_i. NORM
+// pairs the adjacent dimensions (2i, 2i+1); NEOX pairs (i, i + n_rot/2). Dimensions ≥ n_rot pass
+// through.
 // The backward pass is the rotation by −θ (a rotation's inverse is its transpose).
+#include <algorithm>
 #include <cmath>
 
 #include "toy/kernels/kernels.h"
@@ -12,30 +14,39 @@ namespace toy {
 
 namespace {
 
-Tensor rotate(const Tensor& x, int64_t pos0, const Rope& r, float sign) {
+Tensor rotate(const Tensor& x, const Tensor& pos, const Rope& r, float sign) {
   auto [B, T, H, Dh] = x.dims<4>("rope: x");
   const int64_t half = r.n_rot / 2;
+  if (pos.shape() != Shape{B, T} || pos.dtype() != DType::I32)
+    throw ShapeError("rope: positions " + to_string(pos.shape()) + " for x " + to_string(x.shape()) + ", expected I32 [B, T]");
   if (r.n_rot <= 0 || r.n_rot > Dh || r.n_rot % 2)
     throw ShapeError("rope: n_rot " + std::to_string(r.n_rot) + " does not fit d_head " + std::to_string(Dh));
   if (r.freq_factors.defined() && r.freq_factors.numel() < half)
     throw ShapeError("rope: rope_freqs has " + std::to_string(r.freq_factors.numel()) + " factors, need " + std::to_string(half));
-  // cos/sin table [T, half], angles in double (ggml uses float; the difference is ≤ 1e-13 in logits).
-  std::vector<float> cs(size_t(T * half)), sn(size_t(T * half));
-  for (int64_t t = 0; t < T; ++t)
+  // cos/sin table [P, half] for the P distinct positions that occur (sorted), angles in double
+  // (ggml uses float; the difference is ≤ 1e-13 in logits). A position's angles do not depend on
+  // the other rows, so a row rotates the same alone or in a batch.
+  Tensor y = Tensor::empty(x.shape());
+  const int32_t* p = pos.ids();
+  std::vector<int32_t> at(p, p + B * T);
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  const int64_t P = int64_t(at.size());
+  std::vector<float> cs(size_t(P * half)), sn(size_t(P * half));
+  for (int64_t t = 0; t < P; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      double theta = double(pos0 + t) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
+      double theta = double(at[size_t(t)]) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
       if (r.freq_factors.defined()) theta /= double(r.freq_factors.data()[i]);
       cs[size_t(t * half + i)] = float(std::cos(theta));
       sn[size_t(t * half + i)] = sign * float(std::sin(theta));
     }
-  Tensor y = Tensor::empty(x.shape());
   const float* px = x.data();
   float* py = y.data_mut();
   const int64_t stride_a = r.mode == RopeMode::Norm ? 2 : 1;   // index of pair member a
   const int64_t offset_b = r.mode == RopeMode::Norm ? 1 : half;  // b = a + offset_b
   kernels::parallel_for(B * T, 4, [&](int64_t bt0, int64_t bt1) {
     for (int64_t bt = bt0; bt < bt1; ++bt) {
-      const int64_t t = bt % T;
+      const int64_t t = std::lower_bound(at.begin(), at.end(), p[bt]) - at.begin();  // row of the table
       for (int64_t h = 0; h < H; ++h) {
         const float* xi = px + (bt * H + h) * Dh;
         float* yi = py + (bt * H + h) * Dh;
@@ -54,10 +65,10 @@ Tensor rotate(const Tensor& x, int64_t pos0, const Rope& r, float sign) {
 
 }  // namespace
 
-Tensor rope(const Tensor& x, int64_t pos0, const Rope& r) {
-  Tensor y = rotate(x, pos0, r, 1.0f);
+Tensor rope(const Tensor& x, const Tensor& pos, const Rope& r) {
+  Tensor y = rotate(x, pos, r, 1.0f);
   if (needs_grad({&x}))
-    record(y, "rope", {x}, [pos0, r](const Tensor& dy) { return std::vector<Tensor>{rotate(dy, pos0, r, -1.0f)}; });
+    record(y, "rope", {x}, [pos, r](const Tensor& dy) { return std::vector<Tensor>{rotate(dy, pos, r, -1.0f)}; });
   return y;
 }
 

@@ -4,10 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "toy/engines/eval.h"
-#include "toy/serve/text_stream.h"
 
 namespace toy::serve {
 namespace {
@@ -53,88 +51,86 @@ void adjust(std::vector<float>& z, const GenerationSettings& s, const std::unord
 
 }  // namespace
 
-CompletionResult run_completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
-                                const GenerationSettings& s, const DeltaHook& on_delta, const PromptHook& on_prompt) {
-  CompletionResult r;
-  r.prompt_tokens = int64_t(prompt.size());
-  engine.reset();
+Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt, GenerationSettings settings)
+    : engine_(engine), tokenizer_(tokenizer), s_(std::move(settings)), sampler_(s_.sampler), text_(s_.stop), history_(std::move(prompt)) {
+  r_.prompt_tokens = int64_t(history_.size());
+  r_.finish_reason = "length";
+}
+
+const std::vector<TokenLogprob>& Completion::prefill() {
+  engine_.reset();
   const auto t0 = clock_type::now();
-  std::vector<float> logits = feed_prompt(engine, prompt, std::max(s.logprobs, 0), s.prompt_logprobs ? &r.prompt : nullptr);
-  r.prompt_seconds = seconds_since(t0);
-  const auto t1 = clock_type::now();
-  if (on_prompt && !on_prompt(r.prompt)) {
-    r.cancelled = true;
-    return r;
-  }
+  logits_ = feed_prompt(engine_, history_, std::max(s_.logprobs, 0), s_.prompt_logprobs ? &r_.prompt : nullptr);
+  r_.prompt_seconds = seconds_since(t0);
+  t_generate_ = clock_type::now();
+  if (s_.max_tokens <= 0) done_ = true;
+  return r_.prompt;
+}
 
-  Sampler sampler(s.sampler);
-  TextStream text(s.stop);
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
-  std::unordered_map<int32_t, int> counts;  // generated tokens, for the penalties
-  std::vector<TokenLogprob> pending;        // scored tokens whose text is not fully released yet
-  std::vector<std::pair<size_t, size_t>> span_of;  // [begin, end) of each pending token's bytes in `text`
-  const bool adjusts = !s.logit_bias.empty() || s.presence_penalty != 0 || s.frequency_penalty != 0;
+// Moves into the delta the pending tokens that are done: those whose bytes are all released, or
+// after a stop, those that begin before the stop string (the others are dropped with it).
+void Completion::take_tokens(Delta& d) {
+  size_t n = 0;
+  while (n < pending_.size() && (text_.stopped() ? span_of_[n].first < text_.stop_at() : span_of_[n].second <= text_.released())) ++n;
+  d.tokens.assign(pending_.begin(), pending_.begin() + long(n));
+  r_.tokens.insert(r_.tokens.end(), d.tokens.begin(), d.tokens.end());
+  if (text_.stopped()) n = pending_.size();
+  pending_.erase(pending_.begin(), pending_.begin() + long(n));
+  span_of_.erase(span_of_.begin(), span_of_.begin() + long(n));
+}
 
-  // Moves into the delta the pending tokens that are done: those whose bytes are all released, or
-  // after a stop, those that begin before the stop string (the others are dropped with it).
-  auto take_tokens = [&](Delta& d) {
-    size_t n = 0;
-    while (n < pending.size() && (text.stopped() ? span_of[n].first < text.stop_at() : span_of[n].second <= text.released())) ++n;
-    d.tokens.assign(pending.begin(), pending.begin() + long(n));
-    r.tokens.insert(r.tokens.end(), d.tokens.begin(), d.tokens.end());
-    if (text.stopped()) n = pending.size();
-    pending.erase(pending.begin(), pending.begin() + long(n));
-    span_of.erase(span_of.begin(), span_of.begin() + long(n));
-  };
+void Completion::end(const char* finish_reason) {
+  r_.finish_reason = finish_reason;
+  done_ = true;
+}
 
-  r.finish_reason = "length";
-  for (int64_t i = 0; i < s.max_tokens; ++i) {
-    int32_t next;
-    if (adjusts) {
-      std::vector<float> z = logits;
-      adjust(z, s, counts);
-      next = sampler.sample(z, history);
-    } else {
-      next = sampler.sample(logits, history);
-    }
-    if (!s.ignore_eos && tokenizer.is_eog(next)) {
-      r.finish_reason = "stop";
-      break;
-    }
-    ++r.completion_tokens;
-    history.push_back(next);
-    ++counts[next];
-    const size_t begin = text.size();
-    Delta d;
-    d.text = text.push(tokenizer.piece(next));
-    if (s.logprobs >= 0) {
-      pending.push_back(score(logits, next, s.logprobs));
-      span_of.emplace_back(begin, text.size());
-    }
-    take_tokens(d);
-    r.text += d.text;
-    if (text.stopped()) {
-      r.finish_reason = "stop";
-      if (!on_delta(d)) r.cancelled = true;
-      r.generate_seconds = seconds_since(t1);
-      return r;
-    }
-    if (!on_delta(d)) {
-      r.cancelled = true;
-      r.generate_seconds = seconds_since(t1);
-      return r;
-    }
-    if (i + 1 == s.max_tokens || engine.n_past() >= engine.n_ctx()) break;
-    const Tensor last = engine.feed(std::span<const int32_t>(&next, 1), /*last_only=*/true);  // [1, V]
-    logits.assign(last.data(), last.data() + last.numel());
+Delta Completion::step() {
+  int32_t next;
+  if (!s_.logit_bias.empty() || s_.presence_penalty != 0 || s_.frequency_penalty != 0) {
+    std::vector<float> z = logits_;
+    adjust(z, s_, counts_);
+    next = sampler_.sample(z, history_);
+  } else {
+    next = sampler_.sample(logits_, history_);
   }
   Delta d;
-  d.text = text.finish();
+  if (!s_.ignore_eos && tokenizer_.is_eog(next)) {
+    end("stop");
+    return d;
+  }
+  ++r_.completion_tokens;
+  history_.push_back(next);
+  ++counts_[next];
+  const size_t begin = text_.size();
+  d.text = text_.push(tokenizer_.piece(next));
+  if (s_.logprobs >= 0) {
+    pending_.push_back(score(logits_, next, s_.logprobs));
+    span_of_.emplace_back(begin, text_.size());
+  }
   take_tokens(d);
-  r.text += d.text;
-  if (!on_delta(d)) r.cancelled = true;
-  r.generate_seconds = seconds_since(t1);
-  return r;
+  r_.text += d.text;
+  if (text_.stopped()) end("stop");
+  else if (r_.completion_tokens == s_.max_tokens || engine_.n_past() >= engine_.n_ctx()) end("length");
+  else next_ = next;
+  return d;
+}
+
+void Completion::set_logits(std::span<const float> row) { logits_.assign(row.begin(), row.end()); }
+
+void Completion::cancel() {
+  r_.cancelled = true;
+  done_ = true;
+}
+
+Delta Completion::finish() {
+  Delta d;
+  if (!r_.cancelled) {
+    d.text = text_.finish();
+    take_tokens(d);
+    r_.text += d.text;
+  }
+  r_.generate_seconds = seconds_since(t_generate_);
+  return d;
 }
 
 }  // namespace toy::serve

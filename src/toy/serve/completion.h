@@ -1,21 +1,23 @@
-// serve/completion.h — one request's generation in one slot, independent of HTTP.
+// serve/completion.h — one request's generation in one slot, independent of HTTP and threads.
 //
 // Feeds the prompt, samples up to max_tokens tokens and turns them into text through TextStream
-// (stop strings, UTF-8). The caller sees the answer as it is released, through on_delta, which
-// it also uses to cancel (return false: the client went away). Log-probabilities are those of the
-// raw model distribution (log_softmax of the logits, before temperature, penalties and biases).
-// The sampler is toy's Sampler, so temperature 0 gives exactly `toy infer --temp 0`'s tokens.
+// (stop strings, UTF-8); the text comes out piece by piece as it is released (Delta).
+// Log-probabilities are those of the raw model distribution (log_softmax of the logits, before
+// temperature, penalties and biases). The sampler is toy's Sampler, so temperature 0 gives
+// exactly `toy infer --temp 0`'s tokens.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "toy/engines/decode.h"
+#include "toy/serve/text_stream.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::serve {
@@ -49,17 +51,53 @@ struct CompletionResult {
   std::vector<TokenLogprob> prompt;        // logprobs of the prompt's tokens (when asked)
   int64_t prompt_tokens = 0, completion_tokens = 0;
   std::string finish_reason;               // "stop" (end of text or a stop string) or "length"
-  bool cancelled = false;                  // on_delta returned false
+  bool cancelled = false;                  // ended early: the client went away
   double prompt_seconds = 0, generate_seconds = 0;
 };
 
-// Resets the engine and runs. on_prompt (optional) is called once the prompt is evaluated, with
-// its logprobs when prompt_logprobs is set; on_delta after every sampled token (often with empty
-// text, so the caller can notice a vanished client) and once more at the end with the rest.
-// Either returning false cancels.
-using PromptHook = std::function<bool(const std::vector<TokenLogprob>& prompt_scores)>;
-using DeltaHook = std::function<bool(const Delta&)>;
-CompletionResult run_completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
-                                const GenerationSettings& settings, const DeltaHook& on_delta, const PromptHook& on_prompt = nullptr);
+// One request's generation on one slot: the prompt as one batch, then one sampled token per
+// step. It owns the sampler, the text stream and the logprob bookkeeping but feeds no generated
+// token itself: the caller (DecodeLoop) feeds next_token() together with other slots' tokens and
+// hands the logits back, so the answer does not depend on what else was in the batch.
+class Completion {
+ public:
+  Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt, GenerationSettings settings);
+  // Resets the engine and feeds the prompt. Returns the prompt's logprobs when prompt_logprobs is
+  // set (empty otherwise).
+  const std::vector<TokenLogprob>& prefill();
+  // Samples the next token and returns the text it releases, with the logprobs of the tokens
+  // that text completes. Afterwards either done(), or next_token() is to be fed and its logits
+  // passed to set_logits().
+  Delta step();
+  bool done() const { return done_; }
+  int32_t next_token() const { return next_; }
+  void set_logits(std::span<const float> row);  // [n_vocab]
+  // Ends generation early (the client went away).
+  void cancel();
+  // Once done(): the text held back so far (a possible stop-string prefix, an unfinished
+  // character), and the final timing.
+  Delta finish();
+  const CompletionResult& result() const { return r_; }
+  DecodeEngine& engine() const { return engine_; }
+
+ private:
+  void end(const char* finish_reason);
+  void take_tokens(Delta& d);
+
+  DecodeEngine& engine_;
+  const Tokenizer& tokenizer_;
+  GenerationSettings s_;
+  std::vector<float> logits_;                     // [n_vocab], for the next token
+  Sampler sampler_;
+  TextStream text_;
+  std::vector<int32_t> history_;                  // prompt + generated
+  std::unordered_map<int32_t, int> counts_;       // generated tokens, for the penalties
+  std::vector<TokenLogprob> pending_;             // scored tokens whose text is not fully released yet
+  std::vector<std::pair<size_t, size_t>> span_of_;  // [begin, end) of each pending token's bytes in text_
+  std::chrono::steady_clock::time_point t_generate_;
+  CompletionResult r_;
+  int32_t next_ = -1;
+  bool done_ = false;
+};
 
 }  // namespace toy::serve

@@ -2,14 +2,18 @@
 //
 // Order matters for the status codes: everything about the request (JSON, fields, model name,
 // chat template, prompt length) is checked first and answered with 4xx; only a valid request
-// waits for a slot (503 when the queue is full). A streamed answer then runs inside httplib's
-// chunked content provider, on the same HTTP thread, holding the slot until the last chunk; a
-// failed write (the client went away) ends generation and frees the slot at once.
+// waits for a slot (503 when the queue is full). The prompt is then fed on the HTTP thread and
+// the tokens generated in the decode loop, batched with the other slots' (decode_loop.h); a
+// streamed answer is written by httplib's chunked content provider as the text comes. A client
+// that goes away (a failed write, or a closed socket noticed while waiting) ends generation and
+// frees the slot within one step.
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include "toy/serve/completion.h"
+#include "toy/serve/decode_loop.h"
 #include "toy/serve/openai_format.h"
 #include "toy/serve/server_impl.h"
 
@@ -95,9 +99,39 @@ Job prepare(const Server::Impl& s, const httplib::Request& http_req, Endpoint en
   return job;
 }
 
+// A request's generation: its prompt here, on its HTTP thread, then its tokens in the decode loop
+// (batched with the other slots'). on_prompt gets the prompt's logprobs and on_delta the text as
+// it is released (streamed requests); alive() is asked whenever nothing came for 100 ms. Any of
+// them returning false means the client is gone: generation stops and the slot is freed within
+// one step. Throws when generation failed.
+CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job, bool stream,
+                          const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
+                          const std::function<bool(const Delta&)>& on_delta, const std::function<bool()>& alive) {
+  Completion c(lease.engine(), *s.tokenizer, job.prompt, job.settings);
+  const std::vector<TokenLogprob>& prompt_scores = c.prefill();
+  if (on_prompt && !on_prompt(prompt_scores)) {
+    c.cancel();
+    return c.result();
+  }
+  std::shared_ptr<Run> run = s.decoder.start(std::move(lease), std::move(c), stream);
+  bool here = true;
+  for (bool ended = false; !ended;) {
+    std::vector<Delta> deltas;
+    ended = run->wait(std::chrono::milliseconds(100), deltas);
+    if (!here) continue;  // cancelled: wait for the Run to end
+    for (const Delta& d : deltas) here = here && on_delta(d);
+    if (deltas.empty() && !ended) here = alive();
+    if (!here) run->cancel();
+  }
+  if (!run->error().empty()) throw std::runtime_error(run->error());
+  CompletionResult r = run->result();
+  r.cancelled = r.cancelled || !here;
+  return r;
+}
+
 // Streams the answer as server-sent events. httplib calls the provider after this returns; it
 // runs once and writes every chunk itself. State is shared because httplib copies the provider;
-// the slot is freed by whichever ends first: the provider, or the releaser when the connection
+// the slot is freed by whichever ends first: the generation, or the releaser when the connection
 // fails before the provider runs.
 void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease lease, Job job, ResponseHeader header, const std::string& route) {
   struct Stream {
@@ -113,18 +147,16 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
       "text/event-stream",
       [&s, st, route](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
+        const int slot = st->lease->slot();
         CompletionResult r;
         bool ok = true;
         try {
           // The first chunk carries the role (chat) or the echoed prompt with its logprobs
           // (completions), so it goes out once the prompt is evaluated.
-          r = run_completion(
-              st->lease->engine(), *s.tokenizer, st->job.prompt, st->job.settings,
-              [&](const Delta& d) {
-                if (d.text.empty() && d.tokens.empty()) return sink.is_writable();  // nothing to send: is the client still there?
-                return ok = write(sse(st->writer.delta(d)));
-              },
-              [&](const std::vector<TokenLogprob>& prompt_scores) { return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores))); });
+          r = generate(
+              s, std::move(*st->lease), st->job, /*stream=*/true,
+              [&](const std::vector<TokenLogprob>& prompt_scores) { return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores))); },
+              [&](const Delta& d) { return ok = write(sse(st->writer.delta(d))); }, [&] { return ok = sink.is_writable(); });
           ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
           if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(r)));
           ok = ok && write("data: [DONE]\n\n");
@@ -132,8 +164,6 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
           s.log(route + ": generation failed: " + e.what());
           ok = ok && write(sse(ApiError(500, std::string("Generation failed: ") + e.what(), "", "internal_error").body()));
         }
-        const int slot = st->lease->slot();
-        st->lease.reset();  // free the slot before the connection winds down
         r.cancelled = r.cancelled || !ok;
         s.log(route + " (stream) slot " + std::to_string(slot) + ": " + summary(r));
         if (!ok) return false;  // the client is gone: abort the connection
@@ -161,9 +191,10 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, httplib::
                                                "", "server_busy"));
   ResponseHeader header = make_header(endpoint, config.model_name, job.req.include_usage);
   if (job.req.stream) return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
-  CompletionResult r = run_completion(lease->engine(), *tokenizer, job.prompt, job.settings, [](const Delta&) { return true; });
-  lease->release();
-  log(http_req.path + " slot " + std::to_string(lease->slot()) + ": " + summary(r));
+  const int slot = lease->slot(), fd = client_socket(http_req);
+  CompletionResult r = generate(*this, std::move(*lease), job, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
+  log(http_req.path + " slot " + std::to_string(slot) + ": " + summary(r));
+  if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket
   send_json(res, response_json(header, r, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));
 }
 

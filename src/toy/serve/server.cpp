@@ -1,11 +1,15 @@
 // serve/server.cpp — HTTP setup, the small routes, errors and the server's lifecycle.
 #include "toy/serve/server.h"
 
+#include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "toy/serve/openai_format.h"
@@ -26,6 +30,31 @@ void HttpServer::halt() {
     ::shutdown(s, SHUT_RDWR);
     ::close(s);
   }
+}
+
+int client_socket(const httplib::Request& req) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_storage peer{}, local{};
+    socklen_t np = sizeof peer, nl = sizeof local;
+    char host[NI_MAXHOST], port[NI_MAXSERV], local_port[NI_MAXSERV];
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &np) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &nl) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), np, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&local), nl, nullptr, 0, local_port, sizeof local_port, NI_NUMERICSERV) != 0)
+      continue;
+    if (req.remote_addr == host && req.remote_port == std::atoi(port) && req.local_port == std::atoi(local_port)) return fd;
+  }
+  return -1;
+}
+
+bool client_alive(int fd) {
+  if (fd < 0) return true;
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  if (::poll(&p, 1, 0) <= 0) return true;  // nothing to read
+  char c;
+  const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));  // 0: the client closed
 }
 
 void send_json(httplib::Response& res, const json& j, int status) {
@@ -80,12 +109,15 @@ void Server::Impl::log(const std::string& line) const {
 void Server::Impl::routes() {
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const SlotPool::Stats s = slots.stats();
+    const DecodeLoop::Stats d = decoder.stats();
     send_json(res,
               {{"status", stopping ? "shutting down" : "ok"},
                {"slots_idle", s.slots - s.busy},
                {"slots_processing", s.busy},
                {"requests_waiting", s.waiting},
-               {"queue_limit", s.max_queue}},
+               {"queue_limit", s.max_queue},
+               {"decode_steps", d.steps},
+               {"decode_tokens", d.tokens}},
               stopping ? 503 : 200);
   });
   auto model_object = [this] {

@@ -7,9 +7,11 @@
 //   POST /v1/chat/completions        messages through the model's chat template; stream, logprobs
 //   POST /tokenize, /detokenize      llama.cpp-style extras
 // (each /v1/x also answers as /x). Requests are validated before they wait for a slot; each then
-// runs on one of `parallel` slots (a DecodeEngine with its own KV cache) on its HTTP thread, so
-// concurrent answers are independent. Slots are not batched together: concurrency comes from
-// threads (docs/serve.md says why). Not here: flag parsing and signals (cli/cmd_serve.cpp).
+// runs on one of `parallel` slots (a DecodeEngine with its own KV cache): its prompt on its HTTP
+// thread, its generated tokens in the decode loop, which feeds the next token of every running
+// request through the model as one batch (decode_loop.h). Batched logits are bit-identical to
+// single ones, so concurrent answers are independent. Not here: flag parsing and signals
+// (cli/cmd_serve.cpp).
 #pragma once
 
 #include <cstddef>

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "toy/serve/api_error.h"
+#include "toy/serve/decode_loop.h"
 #include "toy/serve/request.h"
 #include "toy/serve/server.h"
 #include "toy/serve/slots.h"
@@ -34,6 +35,7 @@ struct Server::Impl {
   ChatPrompter prompter;
   ServerConfig config;
   SlotPool slots;
+  DecodeLoop decoder;  // after slots: its Runs hold leases
   HttpServer http;
   std::atomic<bool> stopping{false};
 
@@ -45,6 +47,13 @@ struct Server::Impl {
 // The body of an API error, as JSON text with the right status.
 void send_error(httplib::Response& res, const ApiError& e);
 void send_json(httplib::Response& res, const nlohmann::ordered_json& j, int status = 200);
+
+// The socket a request came on, or -1. httplib 0.11 does not give it to handlers, so it is found
+// among the process's sockets by the request's addresses (unique while the request is handled).
+int client_socket(const httplib::Request& req);
+// Whether the client on `fd` is still connected: nothing to read, or data (a pipelined request),
+// but not end-of-file or an error. Always true for fd -1.
+bool client_alive(int fd);
 
 // The request body as a JSON value; 400 when it is not JSON.
 nlohmann::ordered_json parse_body(const httplib::Request& req);
