@@ -12,12 +12,17 @@
 namespace toy::kernels::detail {
 
 // The converted activations: M rows, `stride` bytes apart, each K values in the activation
-// format: f32 (already rounded to F16/BF16 when the weights are), BlockQ8_0 or BlockQ8_K.
+// format: f32 (already rounded to F16/BF16 when the weights are), Q8_0 or BlockQ8_K.
+// Q8_0 activations are split for the kernels: a row holds its K int8 values (stride K), and
+// the block scales, as f32, lie block-major in `scales` — block b of row m at scales[b·M + m],
+// so one load gives the scales of neighbouring rows.
 struct Act {
   const void* data;
   int64_t stride;
   int64_t M, K;
+  const float* scales = nullptr;  // Q8_0 only
   const uint8_t* row(int64_t m) const { return static_cast<const uint8_t*>(data) + m * stride; }
+  float scale(int64_t m, int64_t b) const { return scales[b * M + m]; }
 };
 
 // Computes y[m, j] for all m < M and j < n, from the n weight rows at w (w_stride bytes apart);

@@ -159,13 +159,14 @@ struct Q5_0W {  // as Q4_0 plus bit j of qh as bit 4 of element j; value = q −
 template <class W> struct Q8Tile {
   template <int R, int C>
   TOY_AVX2 static void run(const Act& a, int64_t m, const uint8_t* w, int64_t ws, float* y, int64_t ldy) {
+    static_assert(R == 1 || R == 4);
     using Block = typename W::Block;
     const int64_t nb = a.K / QK;
-    const BlockQ8_0* x[R];
+    const int8_t* x[R];
     const Block* wr[C];
     __m256 acc[R][C];
     TOY_UNROLL
-    for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const BlockQ8_0*>(a.row(m + r));
+    for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const int8_t*>(a.row(m + r));
     TOY_UNROLL
     for (int c = 0; c < C; ++c) wr[c] = reinterpret_cast<const Block*>(w + c * ws);
     TOY_UNROLL
@@ -173,19 +174,24 @@ template <class W> struct Q8Tile {
       TOY_UNROLL
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; ++b) {
+    const float* xs = a.scales + m;  // scales of block b of rows m.. at xs[b·M + r]
+    const int64_t M = a.M;
+    for (int64_t b = 0; b < nb; ++b, xs += M) {
+      // The block's scale products d_w·d_x: for 4 rows one multiply per column gives both
+      // halves of d[c] the 4 products, and a lane broadcast within the halves picks row r.
+      __m256 d[C];
       __m256i wq[C];
-      float wd[C];
       TOY_UNROLL
       for (int c = 0; c < C; ++c) {
         wq[c] = W::q(wr[c][b]);
         if constexpr (W::kOffset == 0) wq[c] = _mm256_sign_epi8(wq[c], wq[c]);  // |w|; the sign goes to x below
-        wd[c] = half(wr[c][b].d);
+        const __m256 wd = _mm256_set1_ps(half(wr[c][b].d));
+        if constexpr (R == 4) d[c] = _mm256_mul_ps(wd, _mm256_broadcast_ps(reinterpret_cast<const __m128*>(xs)));
+        else d[c] = _mm256_mul_ps(wd, _mm256_set1_ps(xs[0]));
       }
       TOY_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m256i xq = load256(x[r][b].qs);
-        const float xd = half(x[r][b].d);
+        const __m256i xq = load256(x[r] + b * QK);
         // maddubs multiplies unsigned by signed bytes and sums pairs to int16 (no saturation:
         // |pair| ≤ 2·128·127); madd then sums pairs of those to int32 lanes of 4 products.
         // Unsigned weights: Σ (q − off)·x = Σ q·x − Σ off·x, per pair in int16.
@@ -199,7 +205,7 @@ template <class W> struct Q8Tile {
           else
             pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[c], xq), x_off);
           const __m256i dot = _mm256_madd_epi16(ones, pairs);
-          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(wd[c] * xd), _mm256_cvtepi32_ps(dot), acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(R == 1 ? d[c] : _mm256_permute_ps(d[c], r * 0x55), _mm256_cvtepi32_ps(dot), acc[r][c]);
         }
       }
     }
