@@ -92,6 +92,7 @@ int run(const Args& a) {
   std::fprintf(stderr, "bench: %s, %d threads, %d reps ...\n", path.c_str(), kernels::num_threads(), reps);
   const auto pp128 = time_prompt(128), pp512 = time_prompt(512);
   const auto tg128 = time_generation(128);
+  const double rss_mib = peak_rss_mib();  // before the bandwidth probe's buffer
   const double bw = kernels::measure_read_bandwidth_gbs();
   const double roof = bytes_per_token > 0 ? bw * 1e9 / bytes_per_token : 0;
   const double fraction = tg128 && roof > 0 ? tg128->median / roof : 0;
@@ -114,7 +115,7 @@ int run(const Args& a) {
     j["bandwidth_gbs"] = bw;
     j["roofline_tok_s"] = roof;
     j["roofline_fraction"] = fraction;
-    j["peak_rss_mib"] = peak_rss_mib();
+    j["peak_rss_mib"] = rss_mib;
     j["file_mib"] = double(file->file_size()) / (1 << 20);
     std::printf("%s\n", j.dump(2).c_str());
     return kOk;
@@ -131,7 +132,7 @@ int run(const Args& a) {
   line("tg128", tg128);
   std::printf("  weights read per token %.1f MiB; memory read bandwidth %.1f GB/s -> roofline %.1f tok/s\n",
               bytes_per_token / (1 << 20), bw, roof);
-  std::printf("  generation at %.0f%% of the roofline; peak resident memory %.1f MiB\n", 100 * fraction, peak_rss_mib());
+  std::printf("  generation at %.0f%% of the roofline; peak resident memory %.1f MiB\n", 100 * fraction, rss_mib);
   return kOk;
 }
 
