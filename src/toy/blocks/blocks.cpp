@@ -1,6 +1,7 @@
 // blocks/blocks.cpp — KV cache, self-attention, SwiGLU FFN and the pre-norm block.
 #include "toy/blocks/blocks.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace toy {
@@ -31,6 +32,14 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
   std::memcpy(V.data_mut() + pos0 * Hkv * Dh, v.data(), row * size_t(T));
   const int64_t S = pos0 + T;
   return {K.row_slice(0, S).reshape({1, S, Hkv, Dh}), V.row_slice(0, S).reshape({1, S, Hkv, Dh})};
+}
+
+Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
+  auto [B, T, D] = x.dims<3>("logit_positions: x");
+  if (!ctx.last_logits || T == 1) return x;
+  Tensor last = Tensor::empty({B, 1, D});
+  for (int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * T + T - 1) * D, D, last.data_mut() + b * D);
+  return last;
 }
 
 Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer) {

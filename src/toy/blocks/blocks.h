@@ -25,12 +25,19 @@ class KvCache {
   std::vector<Tensor> k_, v_;
 };
 
-// What a forward pass needs besides the tokens: where the tokens sit, and the cache (null when
-// training on whole sequences).
+// What a forward pass needs besides the tokens: where the tokens sit, the cache (null when
+// training on whole sequences), and whether only the last position's logits are wanted (a
+// prompt fed for generation: the output projection, ~20% of a small model's work, then runs
+// on one row instead of T).
 struct Ctx {
   int64_t pos0 = 0;
   KvCache* kv = nullptr;
+  bool last_logits = false;
 };
+
+// The positions whose logits a forward pass computes: x [B, T, D] itself, or [B, 1, D] holding
+// position T − 1 when ctx.last_logits. Architectures apply it before the output norm.
+Tensor logit_positions(const Tensor& x, const Ctx& ctx);
 
 enum class QkNorm {
   None,

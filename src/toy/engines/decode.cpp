@@ -20,11 +20,10 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   for (int32_t id : ids)
     if (id < 0 || id >= V) throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
   NoGrad no_grad;
-  Ctx ctx{.pos0 = n_past_, .kv = &cache_};
-  Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T, V]
+  Ctx ctx{.pos0 = n_past_, .kv = &cache_, .last_logits = last_only};
+  Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
   n_past_ += T;
-  logits = logits.reshape({T, V});
-  return last_only ? logits.row_slice(T - 1, T) : logits;
+  return logits.reshape({logits.size(1), V});
 }
 
 int32_t argmax(std::span<const float> logits) {
