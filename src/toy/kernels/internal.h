@@ -34,5 +34,8 @@ using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, 
 ColumnKernel avx2_column_kernel(DType wt);
 // out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
 void avx2_round_to_f16(const float* x, float* out, int64_t n);
+// x[0, K) as Q8_0 activations: the values to q, block b's scale to d[b·d_stride]; the same
+// bits as the portable quantize_row_q8_0_act in matmul.cpp.
+void avx2_quantize_q8_0(const float* x, int8_t* q, float* d, int64_t d_stride, int64_t K);
 
 }  // namespace toy::kernels::detail

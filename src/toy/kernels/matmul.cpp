@@ -100,7 +100,12 @@ Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx
         case DType::BF16:
           for (int64_t k = 0; k < K; ++k) fm[k] = bf16_to_f32(f32_to_bf16(xm[k]));
           break;
-        case DType::Q8_0: quantize_row_q8_0_act(xm, reinterpret_cast<int8_t*>(om), scales + m, M, K); break;
+        case DType::Q8_0:
+          if (avx2)
+            detail::avx2_quantize_q8_0(xm, reinterpret_cast<int8_t*>(om), scales + m, M, K);
+          else
+            quantize_row_q8_0_act(xm, reinterpret_cast<int8_t*>(om), scales + m, M, K);
+          break;
         default: quantize(DType::Q8_K, xm, om, K); break;  // ggml's quantize_row_q8_K is the reference one
       }
     }

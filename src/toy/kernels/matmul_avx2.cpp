@@ -402,4 +402,33 @@ TOY_AVX2 void avx2_round_to_f16(const float* x, float* out, int64_t n) {
   for (; i < n; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
 
+// As ggml's AVX2 quantize_row_q8_0: amax by vector max (exact in any order), then the same
+// multiply by 127/amax and round-half-even (_mm256_round_ps) as the portable code.
+TOY_AVX2 void avx2_quantize_q8_0(const float* x, int8_t* q, float* d, int64_t d_stride, int64_t K) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < K / QK; ++b, x += QK, q += QK) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    TOY_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[i]), amax);  // a NaN is skipped, as by std::max
+    }
+    __m128 m = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float max_abs = _mm_cvtss_f32(m);
+    d[b * d_stride] = _cvtsh_ss(_cvtss_sh(max_abs / 127.f, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 id = _mm256_set1_ps(max_abs != 0 ? 127.f / max_abs : 0.0f);
+    __m256i i32[4];
+    TOY_UNROLL
+    for (int i = 0; i < 4; ++i)
+      i32[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Pack to bytes; packs interleave the 128-bit lanes, the permute puts them back in order.
+    const __m256i i16 = _mm256_packs_epi32(i32[0], i32[1]), j16 = _mm256_packs_epi32(i32[2], i32[3]);
+    const __m256i i8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16, j16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), i8);
+  }
+}
+
 }  // namespace toy::kernels::detail
