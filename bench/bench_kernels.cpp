@@ -78,7 +78,7 @@ double time_per_call(const std::function<void()>& fn) {
 }
 
 void bench_bandwidth() {
-  std::printf("memory read bandwidth (toy bench's probe, 1 GiB):");
+  std::printf("memory read bandwidth (toy bench's probe, 1 GiB, wall clock):");
   for (int threads : g_threads) {
     set_num_threads(threads);
     std::printf("  %d thread%s %5.1f GB/s", threads, threads > 1 ? "s" : "", measure_read_bandwidth_gbs());
