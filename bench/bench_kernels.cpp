@@ -22,10 +22,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
+#include "toy/kernels/bandwidth.h"
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 #include "toy/tensor/quant.h"
@@ -80,54 +77,13 @@ double time_per_call(const std::function<void()>& fn) {
   return elapsed / double(calls);
 }
 
-// Sum of n floats with wide loads and 4 independent accumulators (so the loop is bound by
-// memory, not by add latency).
-#if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) float read_avx2(const float* p, int64_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  float out[8];
-  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
-}
-#endif
-
-float read_scalar(const float* p, int64_t n) {
-  float a[8] = {};
-  for (int64_t i = 0; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) a[l] += p[i + l];
-  return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
-}
-
 void bench_bandwidth() {
-  const int64_t n = int64_t(256) << 20 >> 2;  // 256 MiB of floats
-  float* buf = static_cast<float*>(std::aligned_alloc(64, size_t(n) * 4));
-  std::fill(buf, buf + n, 1.0f);
-  std::printf("memory read bandwidth (256 MiB, wide loads):");
+  std::printf("memory read bandwidth (toy bench's probe, 1 GiB, wall clock):");
   for (int threads : g_threads) {
     set_num_threads(threads);
-    volatile float sink = 0;
-    const double s = time_per_call([&] {
-      const int64_t chunk = n / threads;
-      parallel_for(threads, 1, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) {
-#if defined(__x86_64__) || defined(__i386__)
-          sink = simd() == Simd::avx2 ? read_avx2(buf + t * chunk, chunk) : read_scalar(buf + t * chunk, chunk);
-#else
-          sink = read_scalar(buf + t * chunk, chunk);
-#endif
-        }
-      });
-    });
-    std::printf("  %d thread%s %5.1f GB/s", threads, threads > 1 ? "s" : "", double(n) * 4 / s / 1e9);
+    std::printf("  %d thread%s %5.1f GB/s", threads, threads > 1 ? "s" : "", measure_read_bandwidth_gbs());
   }
   std::printf("\n");
-  std::free(buf);
 }
 
 void bench_parallel_for_overhead() {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
@@ -94,6 +95,13 @@ void check_model(const Case& c) {
   EXPECT_EQ(robust, rows) << c.model.filename() << ": argmax regret above δ on " << rows - robust << " rows";
   EXPECT_GE(double(agree) / double(rows), tol.min_agreement) << c.model.filename();
   std::printf("  %-28s %-6s nmse %.2e  argmax %d/%lld\n", c.model.filename().c_str(), dtype.c_str(), nmse, agree, (long long)rows);
+
+  // Feeding the prompt for its last logits only (the output projection on one row) gives the
+  // same bits as that row of the whole prompt's logits.
+  engine.reset();
+  const Tensor last = engine.feed(prompt, true);
+  ASSERT_EQ(last.numel(), V);
+  EXPECT_EQ(0, std::memcmp(last.data(), got.data() + (prompt.size() - 1) * size_t(V), size_t(V) * 4)) << c.model.filename();
 
   if (dtype == "F32") {  // the greedy continuation must be identical
     engine.reset();

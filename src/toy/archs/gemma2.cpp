@@ -25,7 +25,7 @@ Tensor Gemma2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
     const AttentionConfig& a = hp_.is_local(l) ? hp_.local : hp_.global;
     x = sandwich_norm_block(w_.layers[size_t(l)], a, hp_.rms_eps, x, ctx, l);           // [B, T, D]
   }
-  x = rms_norm(x, w_.output_norm, hp_.rms_eps);                                          // [B, T, D]
+  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);                    // [B, T, D]
   Tensor logits = linear(x, w_.token_embd);                                              // [B, T, V]
   return hp_.final_softcap > 0 ? softcap(logits, hp_.final_softcap) : logits;           // [B, T, V]
 }

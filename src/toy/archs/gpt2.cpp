@@ -25,7 +25,7 @@ Tensor Gpt2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
   Tensor x = embedding(w_.token_embd, tokens) + embedding(w_.position_embd, pos);       // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l)
     x = gpt2_block(w_.layers[size_t(l)], hp_.attn, hp_.ln_eps, x, ctx, l);              // [B, T, D]
-  x = layer_norm(x, w_.output_norm, w_.output_norm_bias, hp_.ln_eps);                  // [B, T, D]
+  x = layer_norm(logit_positions(x, ctx), w_.output_norm, w_.output_norm_bias, hp_.ln_eps); // [B, T, D]
   return linear(x, w_.output.defined() ? w_.output : w_.token_embd);                   // [B, T, V]
 }
 

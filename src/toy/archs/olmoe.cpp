@@ -19,7 +19,7 @@ Tensor OlmoeModel::forward(const Tensor& tokens, const Ctx& ctx) const {
   Tensor x = embedding(w_.token_embd, tokens);                                            // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l)
     x = moe_block(w_.layers[size_t(l)], hp_.attn, hp_.moe, hp_.rms_eps, x, ctx, l);       // [B, T, D]
-  x = rms_norm(x, w_.output_norm, hp_.rms_eps);                                           // [B, T, D]
+  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);                     // [B, T, D]
   return linear(x, w_.output);                                                            // [B, T, V]
 }
 

@@ -1,6 +1,7 @@
 // blocks/blocks.cpp — KV cache, self-attention, SwiGLU FFN and the pre-norm block.
 #include "toy/blocks/blocks.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "toy/primitives/indexing.h"
@@ -57,6 +58,14 @@ Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
     rows.push_back(attention(slab(q, b).reshape({1, T, H, Dh}), K, V, o).reshape({T * H, Dh}));
   }
   return concat_rows(rows).reshape({B, T, H, Dh});                                 // [B, T, H, Dh]
+}
+
+Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
+  auto [B, T, D] = x.dims<3>("logit_positions: x");
+  if (!ctx.last_logits || T == 1) return x;
+  Tensor last = Tensor::empty({B, 1, D});
+  for (int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * T + T - 1) * D, D, last.data_mut() + b * D);
+  return last;
 }
 
 Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer) {

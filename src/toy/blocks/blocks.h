@@ -36,10 +36,17 @@ struct Seq {
 // continues its own sequence, at its own position, in its own cache.
 struct Ctx {
   std::vector<Seq> seqs = {Seq{}};     // 1 (shared by every row) or B
+  // Only the last position's logits are wanted (a prompt fed for generation): the output
+  // projection, ~20% of a small model's work, then runs on one row instead of T.
+  bool last_logits = false;
   const Seq& seq(int64_t b) const { return seqs.size() == 1 ? seqs[0] : seqs[size_t(b)]; }
   // I32 [B, T]: seq(b).pos0 + t. Throws ShapeError when there are neither 1 nor B sequences.
   Tensor positions(int64_t B, int64_t T) const;
 };
+
+// The positions whose logits a forward pass computes: x [B, T, D] itself, or [B, 1, D] holding
+// position T − 1 when ctx.last_logits. Architectures apply it before the output norm.
+Tensor logit_positions(const Tensor& x, const Ctx& ctx);
 
 enum class QkNorm {
   None,

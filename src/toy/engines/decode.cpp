@@ -25,11 +25,10 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   check_room(ids);
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   NoGrad no_grad;
-  const Ctx ctx{.seqs = {{.pos0 = n_past_, .kv = &cache_}}};
-  Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T, V]
+  const Ctx ctx{.seqs = {{.pos0 = n_past_, .kv = &cache_}}, .last_logits = last_only};
+  Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
   n_past_ += T;
-  logits = logits.reshape({T, V});
-  return last_only ? logits.row_slice(T - 1, T) : logits;
+  return logits.reshape({logits.size(1), V});
 }
 
 Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::span<const int32_t> ids) {

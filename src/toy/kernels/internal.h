@@ -12,12 +12,17 @@
 namespace toy::kernels::detail {
 
 // The converted activations: M rows, `stride` bytes apart, each K values in the activation
-// format: f32 (already rounded to F16/BF16 when the weights are), BlockQ8_0 or BlockQ8_K.
+// format: f32 (already rounded to F16/BF16 when the weights are), Q8_0 or BlockQ8_K.
+// Q8_0 activations are split for the kernels: a row holds its K int8 values (stride K), and
+// the block scales, as f32, lie block-major in `scales` — block b of row m at scales[b·M + m],
+// so one load gives the scales of neighbouring rows.
 struct Act {
   const void* data;
   int64_t stride;
   int64_t M, K;
+  const float* scales = nullptr;  // Q8_0 only
   const uint8_t* row(int64_t m) const { return static_cast<const uint8_t*>(data) + m * stride; }
+  float scale(int64_t m, int64_t b) const { return scales[b * M + m]; }
 };
 
 // Computes y[m, j] for all m < M and j < n, from the n weight rows at w (w_stride bytes apart);
@@ -29,5 +34,8 @@ using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, 
 ColumnKernel avx2_column_kernel(DType wt);
 // out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
 void avx2_round_to_f16(const float* x, float* out, int64_t n);
+// x[0, K) as Q8_0 activations: the values to q, block b's scale to d[b·d_stride]; the same
+// bits as the portable quantize_row_q8_0_act in matmul.cpp.
+void avx2_quantize_q8_0(const float* x, int8_t* q, float* d, int64_t d_stride, int64_t K);
 
 }  // namespace toy::kernels::detail

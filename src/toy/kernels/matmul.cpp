@@ -62,25 +62,28 @@ inline int round_half_even(float v) {
 // ---------------------------------------------------------------------------------------------
 // Activation conversion
 
-// llama.cpp's quantize_row_q8_0 for activations (its x86 AVX2 version): d = amax/127 stored as
-// half, q = round_half_even(x · 127/amax). Not quantize(Q8_0): that is ggml's weight quantizer,
-// which multiplies by 1/d and rounds ties away from zero.
-void quantize_row_q8_0_act(const float* x, BlockQ8_0* y, int64_t K) {
-  for (int64_t b = 0; b < K / QK; ++b, x += QK) {
+// llama.cpp's quantize_row_q8_0 for activations (its x86 AVX2 version): d = amax/127 rounded
+// to half, q = round_half_even(x · 127/amax). Not quantize(Q8_0): that is ggml's weight
+// quantizer, which multiplies by 1/d and rounds ties away from zero. Writes the K values to q
+// and block b's d (the half's value, as f32) to d[b·d_stride].
+void quantize_row_q8_0_act(const float* x, int8_t* q, float* d, int64_t d_stride, int64_t K) {
+  for (int64_t b = 0; b < K / QK; ++b, x += QK, q += QK) {
     float amax = 0;
     for (int j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float id = amax != 0 ? 127.f / amax : 0.0f;
-    y[b].d = f32_to_fp16(amax / 127.f);
-    for (int j = 0; j < QK; ++j) y[b].qs[j] = int8_t(round_half_even(x[j] * id));
+    d[b * d_stride] = fp16_to_f32(f32_to_fp16(amax / 127.f));
+    for (int j = 0; j < QK; ++j) q[j] = int8_t(round_half_even(x[j] * id));
   }
 }
 
 // Converts the M rows of x to `at` into buf; returns the view the column kernels read.
 Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx2, std::vector<uint8_t>& buf) {
   if (at == DType::F32) return Act{x, K * 4, M, K};
-  const int64_t stride = at == DType::F16 || at == DType::BF16 ? K * 4 : row_bytes(at, K);
-  buf.resize(size_t(M * stride));
+  const int64_t stride = at == DType::F16 || at == DType::BF16 ? K * 4 : at == DType::Q8_0 ? K : row_bytes(at, K);
+  const int64_t scales_at = (M * stride + 63) / 64 * 64;  // Q8_0: the f32 block scales follow the rows
+  buf.resize(size_t(scales_at + (at == DType::Q8_0 ? M * (K / QK) * 4 : 0)));
   uint8_t* out = buf.data();
+  float* scales = reinterpret_cast<float*>(out + scales_at);
   parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
       const float* xm = x + m * K;
@@ -97,12 +100,17 @@ Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx
         case DType::BF16:
           for (int64_t k = 0; k < K; ++k) fm[k] = bf16_to_f32(f32_to_bf16(xm[k]));
           break;
-        case DType::Q8_0: quantize_row_q8_0_act(xm, reinterpret_cast<BlockQ8_0*>(om), K); break;
+        case DType::Q8_0:
+          if (avx2)
+            detail::avx2_quantize_q8_0(xm, reinterpret_cast<int8_t*>(om), scales + m, M, K);
+          else
+            quantize_row_q8_0_act(xm, reinterpret_cast<int8_t*>(om), scales + m, M, K);
+          break;
         default: quantize(DType::Q8_K, xm, om, K); break;  // ggml's quantize_row_q8_K is the reference one
       }
     }
   });
-  return Act{out, stride, M, K};
+  return Act{out, stride, M, K, at == DType::Q8_0 ? scales : nullptr};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,18 +180,17 @@ void decode_q8_family(DType wt, const uint8_t* w, int64_t nb, int8_t* q, float* 
 template <DType WT>
 void q8_family_columns(const Act& a, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n) {
   const int64_t nb = a.K / QK;
-  const float* table = half_table();
   std::vector<int8_t> q(static_cast<size_t>(a.K));
   std::vector<float> d(static_cast<size_t>(nb));
   for (int64_t j = 0; j < n; ++j) {
     decode_q8_family(WT, w + j * w_stride, nb, q.data(), d.data());
     for (int64_t m = 0; m < a.M; ++m) {
-      const auto* xb = reinterpret_cast<const BlockQ8_0*>(a.row(m));
+      const auto* xq = reinterpret_cast<const int8_t*>(a.row(m));
       float acc = 0;
       for (int64_t b = 0; b < nb; ++b) {
         int32_t isum = 0;
-        for (int l = 0; l < QK; ++l) isum += int32_t(q[size_t(b * QK + l)]) * xb[b].qs[l];
-        acc += d[size_t(b)] * table[xb[b].d] * float(isum);
+        for (int l = 0; l < QK; ++l) isum += int32_t(q[size_t(b * QK + l)]) * xq[b * QK + l];
+        acc += d[size_t(b)] * a.scale(m, b) * float(isum);
       }
       y[m * ldy + j] = acc;
     }

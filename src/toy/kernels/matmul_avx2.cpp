@@ -159,13 +159,14 @@ struct Q5_0W {  // as Q4_0 plus bit j of qh as bit 4 of element j; value = q −
 template <class W> struct Q8Tile {
   template <int R, int C>
   TOY_AVX2 static void run(const Act& a, int64_t m, const uint8_t* w, int64_t ws, float* y, int64_t ldy) {
+    static_assert(R == 1 || R == 4);
     using Block = typename W::Block;
     const int64_t nb = a.K / QK;
-    const BlockQ8_0* x[R];
+    const int8_t* x[R];
     const Block* wr[C];
     __m256 acc[R][C];
     TOY_UNROLL
-    for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const BlockQ8_0*>(a.row(m + r));
+    for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const int8_t*>(a.row(m + r));
     TOY_UNROLL
     for (int c = 0; c < C; ++c) wr[c] = reinterpret_cast<const Block*>(w + c * ws);
     TOY_UNROLL
@@ -173,19 +174,24 @@ template <class W> struct Q8Tile {
       TOY_UNROLL
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < nb; ++b) {
+    const float* xs = a.scales + m;  // scales of block b of rows m.. at xs[b·M + r]
+    const int64_t M = a.M;
+    for (int64_t b = 0; b < nb; ++b, xs += M) {
+      // The block's scale products d_w·d_x: for 4 rows one multiply per column gives both
+      // halves of d[c] the 4 products, and a lane broadcast within the halves picks row r.
+      __m256 d[C];
       __m256i wq[C];
-      float wd[C];
       TOY_UNROLL
       for (int c = 0; c < C; ++c) {
         wq[c] = W::q(wr[c][b]);
         if constexpr (W::kOffset == 0) wq[c] = _mm256_sign_epi8(wq[c], wq[c]);  // |w|; the sign goes to x below
-        wd[c] = half(wr[c][b].d);
+        const __m256 wd = _mm256_set1_ps(half(wr[c][b].d));
+        if constexpr (R == 4) d[c] = _mm256_mul_ps(wd, _mm256_broadcast_ps(reinterpret_cast<const __m128*>(xs)));
+        else d[c] = _mm256_mul_ps(wd, _mm256_set1_ps(xs[0]));
       }
       TOY_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m256i xq = load256(x[r][b].qs);
-        const float xd = half(x[r][b].d);
+        const __m256i xq = load256(x[r] + b * QK);
         // maddubs multiplies unsigned by signed bytes and sums pairs to int16 (no saturation:
         // |pair| ≤ 2·128·127); madd then sums pairs of those to int32 lanes of 4 products.
         // Unsigned weights: Σ (q − off)·x = Σ q·x − Σ off·x, per pair in int16.
@@ -199,7 +205,7 @@ template <class W> struct Q8Tile {
           else
             pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[c], xq), x_off);
           const __m256i dot = _mm256_madd_epi16(ones, pairs);
-          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(wd[c] * xd), _mm256_cvtepi32_ps(dot), acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(R == 1 ? d[c] : _mm256_permute_ps(d[c], r * 0x55), _mm256_cvtepi32_ps(dot), acc[r][c]);
         }
       }
     }
@@ -394,6 +400,35 @@ TOY_AVX2 void avx2_round_to_f16(const float* x, float* out, int64_t n) {
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
   for (; i < n; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
+// As ggml's AVX2 quantize_row_q8_0: amax by vector max (exact in any order), then the same
+// multiply by 127/amax and round-half-even (_mm256_round_ps) as the portable code.
+TOY_AVX2 void avx2_quantize_q8_0(const float* x, int8_t* q, float* d, int64_t d_stride, int64_t K) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < K / QK; ++b, x += QK, q += QK) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    TOY_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[i]), amax);  // a NaN is skipped, as by std::max
+    }
+    __m128 m = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float max_abs = _mm_cvtss_f32(m);
+    d[b * d_stride] = _cvtsh_ss(_cvtss_sh(max_abs / 127.f, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 id = _mm256_set1_ps(max_abs != 0 ? 127.f / max_abs : 0.0f);
+    __m256i i32[4];
+    TOY_UNROLL
+    for (int i = 0; i < 4; ++i)
+      i32[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Pack to bytes; packs interleave the 128-bit lanes, the permute puts them back in order.
+    const __m256i i16 = _mm256_packs_epi32(i32[0], i32[1]), j16 = _mm256_packs_epi32(i32[2], i32[3]);
+    const __m256i i8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16, j16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), i8);
+  }
 }
 
 }  // namespace toy::kernels::detail

@@ -8,8 +8,9 @@
 //   through the cap: ds_j *= 1 − (s_j/cap)²;  dq = scale Σ ds_j k_j;  dk_j += scale ds_j q.
 //
 // How it is computed. Long inputs (T ≥ kGemmMinT: training, prompt processing) go through
-// kernels::gemm on blocks of kBlock queries: for each (b, h, block), Sc = Q·Kᵀ over the keys any
-// query of the block sees (a band of the causal triangle), a masked softmax per row, O = P·V.
+// kernels::gemm on blocks of kBlock queries: for each (b, KV head, block), with the queries of
+// that KV head's query heads stacked, Sc = Q·Kᵀ over the keys any query of the block sees (a
+// band of the causal triangle), a masked softmax per row, O = P·V.
 // Backward, per (b, h): dV_h += Pᵀ·dO, dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(P ⊙ dP)) (⊙ the cap's
 // derivative) · scale, dQ = dS·K, dK_h += dSᵀ·Q; then per (b, KV head) the dK_h, dV_h of the
 // group's heads are summed in head order. Every product runs inside one work item (nested
@@ -142,23 +143,26 @@ struct Scratch {
   }
 };
 
-// The gemm path, forward: queries [t0, t1) of head h in batch b.
-void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t h, int64_t t0, int64_t t1,
+// The gemm path, forward: queries [t0, t1) of the query heads of KV head kh in batch b, stacked
+// into one matrix (head-major) so that K and V are gathered and packed once for the group. (An
+// element of a gemm product does not depend on the other rows, so this changes no bits.)
+void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t kh, int64_t t0, int64_t t1,
                    Scratch& m) {
-  const int64_t Dh = g.Dh, kh = h / (g.H / g.Hkv), tb = t1 - t0;
+  const int64_t Dh = g.Dh, group = g.H / g.Hkv, tb = t1 - t0, rows = group * tb;
   const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1, span = jhi - jlo;  // keys the block sees
-  float* Q = Scratch::sized(m.q, tb * Dh);
+  float* Q = Scratch::sized(m.q, rows * Dh);
   float* K = Scratch::sized(m.k, span * Dh);
   float* V = Scratch::sized(m.v, span * Dh);
-  float* Sc = Scratch::sized(m.s, tb * span);
-  float* O = Scratch::sized(m.o, tb * Dh);
-  gather_rows(w.q, g.T, g.H, Dh, b, h, t0, t1, Q);
+  float* Sc = Scratch::sized(m.s, rows * span);
+  float* O = Scratch::sized(m.o, rows * Dh);
+  for (int64_t i = 0; i < group; ++i) gather_rows(w.q, g.T, g.H, Dh, b, kh * group + i, t0, t1, Q + i * tb * Dh);
   gather_rows(w.k, g.S, g.Hkv, Dh, b, kh, jlo, jhi, K);
   gather_rows(w.v, g.S, g.Hkv, Dh, b, kh, jlo, jhi, V);
-  kernels::gemm(false, true, tb, span, Dh, Q, K, Sc, false);  // Sc = Q·Kᵀ   [tb, span]
-  for (int64_t r = 0; r < tb; ++r) {
-    const int64_t t = t0 + r, j0 = g.first_key(t, o.window) - jlo, j1 = g.S - g.T + t + 1 - jlo;
-    float* s = Sc + r * span;
+  kernels::gemm(false, true, rows, span, Dh, Q, K, Sc, false);  // Sc = Q·Kᵀ   [rows, span]
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t h = kh * group + i / tb, t = t0 + i % tb;
+    const int64_t j0 = g.first_key(t, o.window) - jlo, j1 = g.S - g.T + t + 1 - jlo;
+    float* s = Sc + i * span;
     const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + jlo);
     float mx = -INFINITY;
     for (int64_t j = j0; j < j1; ++j) {
@@ -179,8 +183,8 @@ void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o,
     for (int64_t j = 0; j < span; ++j) s[j] = j >= j0 && j < j1 ? s[j] * inv : 0.0f;  // P, masked
     if (w.P) std::copy_n(s + j0, j1 - j0, w.P + row + size_t(j0));
   }
-  kernels::gemm(false, false, tb, Dh, span, Sc, V, O, false);  // O = P·V   [tb, Dh]
-  scatter_rows(O, g.T, g.H, Dh, b, h, t0, t1, w.out);
+  kernels::gemm(false, false, rows, Dh, span, Sc, V, O, false);  // O = P·V   [rows, Dh]
+  for (int64_t i = 0; i < group; ++i) scatter_rows(O + i * tb * Dh, g.T, g.H, Dh, b, kh * group + i, t0, t1, w.out);
 }
 
 // The gemm path, backward for head h of batch b: dq rows of h, and this head's share of dk, dv
@@ -250,11 +254,11 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr, .dout = nullptr};
   if (T >= kGemmMinT) {
     const int64_t blocks = (T + kBlock - 1) / kBlock;
-    kernels::parallel_for(B * H * blocks, 1, [&](int64_t i0, int64_t i1) {
+    kernels::parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
       Scratch m;
       for (int64_t i = i0; i < i1; ++i) {
-        const int64_t b = i / (H * blocks), h = i / blocks % H, t0 = i % blocks * kBlock;
-        forward_block(w, g, o, b, h, t0, std::min(T, t0 + kBlock), m);
+        const int64_t b = i / (Hkv * blocks), kh = i / blocks % Hkv, t0 = i % blocks * kBlock;
+        forward_block(w, g, o, b, kh, t0, std::min(T, t0 + kBlock), m);
       }
     });
   } else {
