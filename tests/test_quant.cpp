@@ -522,3 +522,22 @@ TEST(QuantFileTypes, FallbacksAndLayerChoice) {
   EXPECT_EQ(tensor_dtype(*gguf::file_type("Q4_0"), "output.weight", {100, 40}, 30, false), DType::F32);
   EXPECT_FALSE(gguf::file_type("Q2_K"));
 }
+
+// `toy init` end to end: SmolLM2-135M (30 layers, tied, d_model 576) as Q4_K_M has llama.cpp's
+// mix, the fallbacks included, and general.file_type 15.
+TEST(QuantFileTypes, InitWritesTheQ4_K_MMix) {
+  const std::string out = ::testing::TempDir() + "/toy_init_q4km_" + std::to_string(::getpid()) + ".gguf";
+  auto r = test::run_toy("init --preset smollm2-135m --dtype q4_k_m -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto f = gguf::GgufFile::open(out);
+  EXPECT_EQ(f->get_int("general.file_type"), 15);
+  auto dtype_of = [&](const std::string& t) { return std::string(name(f->find_tensor(t)->dtype)); };
+  EXPECT_EQ(dtype_of("token_embd.weight"), "Q8_0");  // the output (tied), rows of 576
+  EXPECT_EQ(dtype_of("blk.0.attn_q.weight"), "Q5_0");
+  EXPECT_EQ(dtype_of("blk.0.attn_v.weight"), "Q8_0");
+  EXPECT_EQ(dtype_of("blk.0.ffn_down.weight"), "Q6_K");
+  EXPECT_EQ(dtype_of("blk.3.ffn_down.weight"), "Q4_K");
+  EXPECT_EQ(dtype_of("blk.3.attn_norm.weight"), "F32");
+  std::filesystem::remove(out);
+  EXPECT_EQ(test::run_toy("init --preset smollm2-135m --dtype Q2_K -o " + out).code, 2);
+}
