@@ -128,6 +128,34 @@ TEST(LongReference, OneBatchAndThroughTheCache) {
   if (run == 0) GTEST_SKIP() << "no long references under " << test::fixtures_dir();
 }
 
+// --- KV cache ------------------------------------------------------------------------------
+
+// An F16 cache takes half the memory of an F32 one and hands attention the halves of what was
+// stored; attention over them equals attention over f32 copies of the same halves, bit for bit,
+// on both of its paths (a 20-token prompt batch, then a decode step), with a window and a cap.
+TEST(KvCache, F16HalvesTheMemoryAndAttentionReadsTheHalves) {
+  KvCache f32(2, 64, 2, 32), f16(2, 64, 2, 32, DType::F16);
+  EXPECT_EQ(f32.bytes(), size_t(2 * 2 * 64 * 2 * 32) * 4);  // layers × (K, V) × n_ctx × Hkv × Dh × 4 bytes
+  EXPECT_EQ(f16.bytes() * 2, f32.bytes());
+  EXPECT_THROW(KvCache(2, 64, 2, 32, DType::Q8_0), std::invalid_argument);
+  std::mt19937_64 rng(11);
+  int64_t pos0 = 0;
+  for (int64_t T : {20, 1}) {
+    const Tensor q = randn({1, T, 4, 32}, rng), k = randn({1, T, 2, 32}, rng), v = randn({1, T, 2, 32}, rng);
+    auto [K, V] = f16.store(1, pos0, k, v);
+    pos0 += T;
+    ASSERT_EQ(K.dtype(), DType::F16);
+    ASSERT_EQ(K.shape(), (Shape{1, pos0, 2, 32}));
+    const Tensor Kf = Tensor::from(K.shape(), K.to_vector()), Vf = Tensor::from(V.shape(), V.to_vector());
+    for (int64_t i = 0; i < k.numel(); ++i) {  // the new rows hold the halves of k and v
+      ASSERT_EQ(Kf.data()[(pos0 - T) * 64 + i], fp16_to_f32(f32_to_fp16(k.data()[i])));
+      ASSERT_EQ(Vf.data()[(pos0 - T) * 64 + i], fp16_to_f32(f32_to_fp16(v.data()[i])));
+    }
+    for (const AttentionOptions& o : {AttentionOptions{.scale = 0.18f}, AttentionOptions{.scale = 0.18f, .softcap = 5, .window = 8}})
+      EXPECT_EQ(attention(q, K, V, o).to_vector(), attention(q, Kf, Vf, o).to_vector()) << "T " << T;
+  }
+}
+
 // --- gemma2 --------------------------------------------------------------------------------
 
 TEST(Gemma2, SlidingWindowMasksEvenLayers) {

@@ -47,6 +47,10 @@ TEST(Infer, RealFileGivesTheReferenceContinuationFromText) {
   auto r2 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0");
   ASSERT_EQ(r2.code, 0) << r2.err;
   EXPECT_EQ(r2.out, r.out);
+  // With an F16 KV cache (llama.cpp's default) the greedy continuation is the same here.
+  auto r3 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0 --kv-type f16");
+  ASSERT_EQ(r3.code, 0) << r3.err;
+  EXPECT_EQ(r3.out, r.out);
 }
 
 TEST(Infer, SampledGenerationIsReproducibleWithASeed) {
@@ -105,6 +109,7 @@ TEST(Infer, BadInputGetsClearErrors) {
   EXPECT_EQ(run_toy("infer " + m + " --ids 1 --top-p 0").code, 2);
   EXPECT_EQ(run_toy("infer " + m + " --ids 1 --temp -1").code, 2);
   EXPECT_EQ(run_toy("infer " + m + " --ids 1 -n x").code, 2);
+  EXPECT_EQ(run_toy("infer " + m + " --ids 1 --kv-type q8_0").code, 2);
 }
 
 TEST(Infer, BadModelFilesNameTheProblem) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
 #include "toy/tensor/quant.h"
 
@@ -258,9 +259,9 @@ TEST(QuantBlocks, RejectsPartialBlocksAndUnknownTypes) {
   EXPECT_THROW(dequantize(DType::Q8_0, buf.data(), y.data(), 40), std::invalid_argument);
   EXPECT_THROW(quantize(DType::Q4_0, x.data(), buf.data(), 40), std::invalid_argument);
   EXPECT_THROW(dequantize(DType::Q2_K, buf.data(), y.data(), 256), std::invalid_argument);
-  EXPECT_FALSE(can_quantize(DType::Q4_K));
+  EXPECT_FALSE(can_quantize(DType::Q2_K));
   EXPECT_TRUE(can_quantize(DType::Q8_K));
-  EXPECT_THROW(quantize(DType::Q6_K, x.data(), buf.data(), 0), std::invalid_argument);
+  EXPECT_THROW(quantize(DType::Q2_K, x.data(), buf.data(), 0), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,6 +357,54 @@ TEST(QuantRoundTrip, OtherLegacyFormatsAndScalars) {
   }
 }
 
+// K-quants on N(0, 1) values plus hard blocks: all zero, constant, all positive, one outlier.
+// Per value, the error is at most one step of its sub-block (half a step from rounding, up to
+// another half where the rounded 6-/8-bit scale no longer reaches the block's extreme values);
+// per format, the relative RMS error is what the bit width allows. Not in the outlier's block:
+// there the other sub-blocks' scales are a few units of the outlier's, and rounding them to
+// integers loses up to a third of their range (the format's limit, not the quantizer's).
+TEST(QuantRoundTrip, KQuantsWithinAStepOfTheirSubBlock) {
+  const int64_t n = QK_K * 24;
+  auto x = random_values(size_t(n), 5);
+  std::fill(x.begin(), x.begin() + QK_K, 0.0f);                            // block 0: zeros
+  std::fill(x.begin() + QK_K, x.begin() + 2 * QK_K, 0.75f);                // block 1: constant
+  for (int64_t i = 2 * QK_K; i < 3 * QK_K; ++i) x[size_t(i)] = std::fabs(x[size_t(i)]) + 1;  // positive
+  x[3 * QK_K + 17] = 40.0f;                                                // block 3: an outlier
+  struct Case { DType t; double max_rel_rms; };
+  for (Case c : {Case{DType::Q4_K, 0.10}, Case{DType::Q5_K, 0.05}, Case{DType::Q6_K, 0.025}}) {
+    std::vector<uint8_t> buf(size_t(row_bytes(c.t, n)));
+    std::vector<float> y(static_cast<size_t>(n)), step(static_cast<size_t>(n));
+    quantize(c.t, x.data(), buf.data(), n);
+    dequantize(c.t, buf.data(), y.data(), n);
+    for (int64_t b = 0; b < n / QK_K; ++b) {  // the step of each value: d·sc of its sub-block
+      const uint8_t* blk = buf.data() + b * info(c.t).type_size;
+      for (int j = 0; j < QK_K; ++j) {
+        float s;
+        if (c.t == DType::Q6_K) {
+          const auto& q6 = *reinterpret_cast<const BlockQ6_K*>(blk);
+          s = std::fabs(fp16_to_f32(q6.d) * float(q6.scales[j / 16]));
+        } else {
+          const uint8_t* sc = blk + 4;  // d, dmin, then the packed scales (see pack_scales_k4)
+          const int sb = j / 32, v = sb < 4 ? sc[sb] & 63 : (sc[sb + 4] & 15) | (sc[sb - 4] >> 6) << 4;
+          uint16_t d;
+          std::memcpy(&d, blk, 2);
+          s = fp16_to_f32(d) * float(v);
+        }
+        step[size_t(b * QK_K + j)] = s;
+      }
+    }
+    double se = 0, sx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float e = std::fabs(y[size_t(i)] - x[size_t(i)]);
+      if (i / QK_K != 3) EXPECT_LE(e, step[size_t(i)] * 1.0001f + 1e-6f) << name(c.t) << " value " << i;
+      if (i >= 4 * QK_K) se += double(e) * e, sx += double(x[size_t(i)]) * x[size_t(i)];
+    }
+    EXPECT_LT(std::sqrt(se / sx), c.max_rel_rms) << name(c.t);
+    for (int j = 0; j < QK_K; ++j) EXPECT_EQ(y[size_t(j)], 0.0f) << name(c.t);
+    EXPECT_NEAR(y[3 * QK_K + 17], 40.0f, 40.0f * (c.t == DType::Q4_K ? 0.03f : 0.01f)) << name(c.t);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fixtures: every derived file against its F32 source
 
@@ -422,4 +471,73 @@ TEST(QuantFixtures, DerivedFilesDequantizeToTheF32Weights) {
   }
   EXPECT_GT(compared, 100);
   EXPECT_GT(requantized, 100);
+}
+
+// ---------------------------------------------------------------------------------------------
+// File types: llama-quantize's choice of a dtype per tensor
+
+// Every K-quant file of the fixtures (general.file_type Q4_K_M, Q5_K_M or Q6_K, written by
+// llama-quantize from the F32 file) has the dtypes gguf::tensor_dtype chooses.
+TEST(QuantFixtures, FileTypesChooseLlamaQuantizesDtypes) {
+  int checked = 0;
+  for (const auto& path : test::fixture_files("models", ".gguf")) {
+    auto f = gguf::GgufFile::open(path.string());
+    std::optional<gguf::FileType> ft;
+    for (const char* n : {"Q4_K_M", "Q5_K_M", "Q6_K"})
+      if (int64_t(gguf::file_type(n)->general_file_type) == f->opt_int("general.file_type").value_or(-1))
+        ft = gguf::file_type(n);
+    if (!ft) continue;
+    const int n_layer = int(f->get_int(f->architecture() + ".block_count"));
+    const bool tied = f->find_tensor("output.weight") == nullptr;
+    for (const gguf::TensorInfo& t : f->tensors()) {
+      EXPECT_EQ(name(gguf::tensor_dtype(*ft, t.name, t.shape, n_layer, tied)), name(t.dtype))
+          << path.filename() << ": " << t.name;
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no K-quant fixtures under " << test::fixtures_dir() << " (set TOY_FIXTURES)";
+  EXPECT_GE(checked, 3 * 21);
+}
+
+// What the fixtures (rows of 256 and 768, 2 layers) cannot show: the fallbacks for rows that do
+// not split into super-blocks (SmolLM2-135M's d_model 576), and use_more_bits over 30 layers.
+TEST(QuantFileTypes, FallbacksAndLayerChoice) {
+  using gguf::tensor_dtype;
+  const gguf::FileType q4km = *gguf::file_type("q4_k_m");
+  EXPECT_EQ(tensor_dtype(q4km, "token_embd.weight", {49152, 576}, 30, /*tied=*/true), DType::Q8_0);
+  EXPECT_EQ(tensor_dtype(q4km, "token_embd.weight", {49152, 512}, 30, /*tied=*/true), DType::Q6_K);
+  EXPECT_EQ(tensor_dtype(q4km, "token_embd.weight", {49152, 512}, 30, /*tied=*/false), DType::Q4_K);
+  EXPECT_EQ(tensor_dtype(q4km, "blk.0.attn_q.weight", {576, 576}, 30, true), DType::Q5_0);
+  EXPECT_EQ(tensor_dtype(q4km, "blk.0.attn_v.weight", {192, 576}, 30, true), DType::Q8_0);
+  EXPECT_EQ(tensor_dtype(q4km, "blk.0.attn_norm.weight", {576}, 30, true), DType::F32);
+  std::vector<int> more_bits;
+  for (int layer = 0; layer < 30; ++layer)
+    if (tensor_dtype(q4km, "blk." + std::to_string(layer) + ".ffn_down.weight", {576, 1536}, 30, true) == DType::Q6_K)
+      more_bits.push_back(layer);
+  EXPECT_EQ(more_bits, (std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 26, 27, 28, 29}));
+  EXPECT_EQ(tensor_dtype(q4km, "blk.3.ffn_down.weight", {576, 1536}, 30, true), DType::Q4_K);
+  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q5_K_M"), "blk.0.attn_qkv.weight", {768, 256}, 2, true), DType::Q6_K);
+  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q5_K"), "blk.0.attn_q.weight", {576, 576}, 30, true), DType::Q5_1);
+  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q6_K"), "output.weight", {49152, 576}, 30, false), DType::Q8_0);
+  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q4_0"), "output.weight", {100, 40}, 30, false), DType::F32);
+  EXPECT_FALSE(gguf::file_type("Q2_K"));
+}
+
+// `toy init` end to end: SmolLM2-135M (30 layers, tied, d_model 576) as Q4_K_M has llama.cpp's
+// mix, the fallbacks included, and general.file_type 15.
+TEST(QuantFileTypes, InitWritesTheQ4_K_MMix) {
+  const std::string out = ::testing::TempDir() + "/toy_init_q4km_" + std::to_string(::getpid()) + ".gguf";
+  auto r = test::run_toy("init --preset smollm2-135m --dtype q4_k_m -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto f = gguf::GgufFile::open(out);
+  EXPECT_EQ(f->get_int("general.file_type"), 15);
+  auto dtype_of = [&](const std::string& t) { return std::string(name(f->find_tensor(t)->dtype)); };
+  EXPECT_EQ(dtype_of("token_embd.weight"), "Q8_0");  // the output (tied), rows of 576
+  EXPECT_EQ(dtype_of("blk.0.attn_q.weight"), "Q5_0");
+  EXPECT_EQ(dtype_of("blk.0.attn_v.weight"), "Q8_0");
+  EXPECT_EQ(dtype_of("blk.0.ffn_down.weight"), "Q6_K");
+  EXPECT_EQ(dtype_of("blk.3.ffn_down.weight"), "Q4_K");
+  EXPECT_EQ(dtype_of("blk.3.attn_norm.weight"), "F32");
+  std::filesystem::remove(out);
+  EXPECT_EQ(test::run_toy("init --preset smollm2-135m --dtype Q2_K -o " + out).code, 2);
 }

@@ -64,7 +64,7 @@ int run(const Args& a) {
     return ids;
   };
   const int64_t n_ctx = std::min<int64_t>(c.n_ctx, 1024);
-  DecodeEngine engine(*model, n_ctx);
+  DecodeEngine engine(*model, n_ctx, kv_type(a));
   const double kv_mib = double(engine.kv_cache_bytes()) / (1 << 20);
   auto time_prompt = [&](int64_t n) -> std::optional<Stat> {
     if (n > n_ctx) return std::nullopt;
@@ -149,6 +149,7 @@ Registrar reg({
     .positionals = {{"MODEL", "a GGUF model (toy init makes real-sized ones)"}},
     .flags = {{"reps", FlagType::Int, "3", "repetitions per figure (after one warm-up)"},
               {"json", FlagType::Bool, "", "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, ...)"},
+              kv_type_flag(),
               threads_flag()},
     .run = run,
     .details = "example: toy init --preset smollm2-135m --dtype Q8_0 -o /tmp/s.gguf && toy bench /tmp/s.gguf --threads 2",

@@ -72,7 +72,7 @@ int score_sequence(const Args& a, const Loaded& l) {
   const long long top_k = a.integer("top-k");
   if (top_k < 0 || top_k > cfg.n_vocab) throw UsageError("--top-k must be between 0 and the vocabulary size");
 
-  DecodeEngine engine(*l.model, int64_t(ids.size()));
+  DecodeEngine engine(*l.model, int64_t(ids.size()), kv_type(a));
   Tensor logits = engine.feed(ids);  // [T, V], one batch
   if (a.has("dump-logits")) {
     write_logits(a.str("dump-logits"), logits);
@@ -142,6 +142,7 @@ int score_file(const Args& a, const Loaded& l) {
   const ModelConfig& cfg = l.model->config();
   PerplexityOptions o;
   o.n_ctx = a.integer("ctx");
+  o.kv_type = kv_type(a);
   o.stride = a.integer("stride");
   o.max_windows = a.integer("chunks");
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(512, cfg.n_ctx);
@@ -194,6 +195,7 @@ Registrar reg({
               {"stride", FlagType::Int, "0", "--file: 0 = llama.cpp chunks (score the second half); S = sliding window moved S tokens"},
               {"chunks", FlagType::Int, "0", "--file: evaluate at most this many windows (0: all)"},
               {"json", FlagType::Bool, "", "print one JSON object"},
+              kv_type_flag(),
               threads_flag()},
     .run = run,
     .details = "examples:\n  toy eval model.gguf --ids 1,15043,3186 --dump-logits out.f32\n"

@@ -47,7 +47,7 @@ int run(const Args& a) {
   const long long seed = a.integer("seed");
   sc.seed = seed >= 0 ? uint64_t(seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 
-  DecodeEngine engine(*l.model, n_ctx);
+  DecodeEngine engine(*l.model, n_ctx, kv_type(a));
   Sampler sampler(sc);
   std::optional<StreamDecoder> stream;
   if (l.tokenizer) stream.emplace(*l.tokenizer);
@@ -94,6 +94,7 @@ Registrar reg({
               {"special", FlagType::Bool, "", "recognise special tokens written in the prompt (<|im_start|>)"},
               {"echo", FlagType::Bool, "", "print the prompt before the continuation"},
               {"ignore-eos", FlagType::Bool, "", "keep generating past end-of-text tokens"},
+              kv_type_flag(),
               threads_flag()},
     .run = run,
     .details = "examples:\n  toy infer model.gguf --prompt \"Once upon a time\" -n 64\n"

@@ -5,11 +5,11 @@
 // then filler pieces), so llama.cpp loads it too.
 #include <cstdio>
 #include <iostream>
-#include <map>
 
 #include "cli/common.h"
 #include "toy/archs/llama.h"
 #include "toy/io/card.h"
+#include "toy/io/file_type.h"
 #include "toy/tensor/quant.h"
 
 namespace toy::cli {
@@ -61,15 +61,6 @@ void add_placeholder_vocab(gguf::GgufWriter& w, int64_t n_vocab) {
   w.set("tokenizer.ggml.add_bos_token", Value::of_bool(true));
 }
 
-// general.file_type values (llama.cpp's llama_ftype) for the dtypes init writes.
-uint32_t file_type(DType t) {
-  static const std::map<DType, uint32_t> m = {{DType::F32, 0}, {DType::F16, 1}, {DType::Q4_0, 2}, {DType::Q4_1, 3},
-                                              {DType::Q8_0, 7}, {DType::Q5_0, 8}, {DType::Q5_1, 9}, {DType::Q4_K, 15},
-                                              {DType::Q5_K, 17}, {DType::Q6_K, 18}, {DType::BF16, 32}};
-  auto it = m.find(t);
-  return it == m.end() ? 0 : it->second;
-}
-
 // `--card CARD.md`: the model an algorithm card describes (toy describe MODEL --card).
 int run_card(const Args& a) {
   if (a.has("preset")) throw UsageError("give --preset or --card, not both");
@@ -95,9 +86,8 @@ int run(const Args& a) {
   }
   if (preset_name.empty()) throw UsageError("give --preset (" + names + ") or --card CARD.md");
   if (!preset) throw UsageError("unknown preset '" + preset_name + "' (known: " + names + ")");
-  const auto dtype = dtype_from_name(a.str("dtype"));
-  if (!dtype || !can_quantize(*dtype))
-    throw UsageError("--dtype " + a.str("dtype") + " cannot be written (try F32, F16, BF16, Q8_0, Q4_0)");
+  const auto ft = gguf::file_type(a.str("dtype"));
+  if (!ft) throw UsageError("--dtype " + a.str("dtype") + " cannot be written (try " + std::string(gguf::file_type_names()) + ")");
   const std::string out = a.str("output");
   if (out.empty()) throw UsageError("give -o FILE");
 
@@ -108,7 +98,7 @@ int run(const Args& a) {
              .rope = {.mode = std::string(preset->arch) == "llama" ? RopeMode::Norm : RopeMode::Neox, .n_rot = hp.c.d_head,
                       .base = preset->rope_base}};
   hp.qkv_bias = std::string(preset->arch) == "qwen2";
-  std::fprintf(stderr, "init: %s (%s), random weights, %s ...\n", preset->name, preset->arch, std::string(name(*dtype)).c_str());
+  std::fprintf(stderr, "init: %s (%s), random weights, %s ...\n", preset->name, preset->arch, std::string(ft->name).c_str());
   LlamaWeights w = LlamaModel::random_weights(hp, preset->tied, uint64_t(a.integer("seed")));
   if (hp.qkv_bias)
     for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -123,12 +113,12 @@ int run(const Args& a) {
   gguf::GgufWriter writer;
   writer.set("general.name", gguf::Value::of_string(std::string(preset->name) + " (random weights, toy init)"));
   model.write_metadata(writer);
-  writer.set("general.file_type", gguf::Value::of_u32(file_type(*dtype)));
+  writer.set("general.file_type", gguf::Value::of_u32(ft->general_file_type));
   add_placeholder_vocab(writer, hp.c.n_vocab);
   std::vector<Tensor> converted;  // keeps quantized copies alive until the write
   model.for_each_param([&](Tensor& t) {
-    // Matrices take the requested dtype; vectors (norms, biases) stay F32, as llama-quantize does.
-    const DType target = t.dim() == 2 && t.size(-1) % info(*dtype).block_size == 0 ? *dtype : DType::F32;
+    // As llama-quantize would write this file type (vectors stay F32).
+    const DType target = gguf::tensor_dtype(*ft, t.name(), t.shape(), int(hp.c.n_layer), preset->tied);
     Tensor q = Tensor::empty(t.shape(), target);
     quantize(target, t.data(), q.raw_mut(), t.numel());
     converted.push_back(q);
@@ -144,7 +134,9 @@ Registrar reg({
     .summary = "write a random-weight GGUF with the exact shapes of a real model (a preset or an algorithm card)",
     .positionals = {},
     .flags = {{"preset", FlagType::String, "", "smollm2-135m, qwen2.5-0.5b or tinyllama-1.1b"},
-              {"dtype", FlagType::String, "F32", "weight dtype: F32, F16, BF16, Q8_0, Q4_0 (and K-quants where supported)"},
+              {"dtype", FlagType::String, "F32",
+               "weight dtype of the matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) or llama.cpp's "
+               "mix Q4_K_M / Q5_K_M; rows that K-quants cannot split fall back as in llama-quantize"},
               {"card", FlagType::Path, "", "build the model an algorithm card describes (toy describe MODEL --card); F32, random weights"},
               {"output", FlagType::Path, "", "output GGUF file", 'o'},
               {"seed", FlagType::Int, "0", "random seed for the weights"}},

@@ -69,6 +69,7 @@ int run(const Args& a) {
   cfg.parallel = int(parallel);
   cfg.queue = int(queue);
   cfg.n_ctx = ctx;
+  cfg.kv_type = kv_type(a);
   cfg.max_body_bytes = size_t(max_body);
   cfg.api_key = a.str("api-key");
   cfg.timeout_s = int(timeout);
@@ -110,6 +111,7 @@ Registrar reg({
               {"chat-template", FlagType::Path, "", "a Jinja chat template to use instead of the model's"},
               {"timeout", FlagType::Int, "30", "seconds a client may stall while sending a request or reading the answer"},
               {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
+              kv_type_flag(),
               threads_flag()},
     .run = run,
     .details = "example:\n  toy serve model.gguf --port 8080 --name smol --parallel 4\n"

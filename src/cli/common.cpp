@@ -56,6 +56,17 @@ void apply_threads(const Args& a) {
   if (n > 0) kernels::set_num_threads(int(n));
 }
 
+DType kv_type(const Args& a) {
+  const std::string t = a.str("kv-type");
+  if (t == "f32") return DType::F32;
+  if (t == "f16") return DType::F16;
+  throw UsageError("--kv-type must be f32 or f16");
+}
+
 Flag threads_flag() { return {"threads", FlagType::Int, "0", "CPU threads (0: all cores, or $TOY_THREADS)", 't'}; }
+
+Flag kv_type_flag() {
+  return {"kv-type", FlagType::String, "f32", "KV cache dtype: f32, or f16 (half the memory, as llama.cpp's default)"};
+}
 
 }  // namespace toy::cli

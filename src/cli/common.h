@@ -27,7 +27,11 @@ std::vector<int32_t> parse_ids(const std::string& text);
 // Applies --threads (0 = all cores).
 void apply_threads(const Args& a);
 
+// `--kv-type f32|f16`: the KV cache's dtype.
+DType kv_type(const Args& a);
+
 // Common flag declarations.
 Flag threads_flag();
+Flag kv_type_flag();
 
 }  // namespace toy::cli

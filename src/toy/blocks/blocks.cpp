@@ -3,15 +3,22 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "toy/tensor/quant.h"
 
 #include "toy/primitives/indexing.h"
 
 namespace toy {
 
-KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head) : n_ctx_(n_ctx) {
+KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype)
+    : n_ctx_(n_ctx), dtype_(dtype) {
+  if (dtype != DType::F32 && dtype != DType::F16)
+    throw std::invalid_argument("kv cache: dtype " + std::string(name(dtype)) + " (F32 or F16)");
   for (int64_t l = 0; l < n_layer; ++l) {
-    k_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}));
-    v_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}));
+    k_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}, dtype));
+    v_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}, dtype));
   }
 }
 
@@ -29,9 +36,10 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
     throw ShapeError("kv cache: k " + to_string(k.shape()) + " for cache " + to_string(K.shape()));
   if (pos0 + T > n_ctx_)
     throw ShapeError("kv cache: positions up to " + std::to_string(pos0 + T) + " exceed the context of " + std::to_string(n_ctx_));
-  const size_t row = size_t(Hkv * Dh) * sizeof(float);
-  std::memcpy(K.data_mut() + pos0 * Hkv * Dh, k.data(), row * size_t(T));
-  std::memcpy(V.data_mut() + pos0 * Hkv * Dh, v.data(), row * size_t(T));
+  const int64_t n = T * Hkv * Dh;
+  const size_t at = size_t(row_bytes(dtype_, pos0 * Hkv * Dh));
+  quantize(dtype_, k.data(), static_cast<char*>(K.raw_mut()) + at, n);  // a copy, or rounding to halves
+  quantize(dtype_, v.data(), static_cast<char*>(V.raw_mut()) + at, n);
   const int64_t S = pos0 + T;
   return {K.row_slice(0, S).reshape({1, S, Hkv, Dh}), V.row_slice(0, S).reshape({1, S, Hkv, Dh})};
 }

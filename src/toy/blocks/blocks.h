@@ -11,17 +11,21 @@
 
 namespace toy {
 
-// Keys and values of every layer for one sequence: [n_ctx, Hkv, Dh] per layer.
+// Keys and values of every layer for one sequence: [n_ctx, Hkv, Dh] per layer, in F32 or in
+// F16 (half the memory; llama.cpp's default; attention reads the halves directly).
 class KvCache {
  public:
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head);
-  // Writes k, v ([1, T, Hkv, Dh]) at positions [pos0, pos0 + T) of `layer` and returns views
-  // of positions [0, pos0 + T): ([1, S, Hkv, Dh], [1, S, Hkv, Dh]).
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32);
+  // Writes k, v ([1, T, Hkv, Dh], f32; rounded to the cache's dtype) at positions
+  // [pos0, pos0 + T) of `layer` and returns views of positions [0, pos0 + T): ([1, S, Hkv, Dh],
+  // [1, S, Hkv, Dh]) in the cache's dtype.
   std::pair<Tensor, Tensor> store(int64_t layer, int64_t pos0, const Tensor& k, const Tensor& v);
   int64_t n_ctx() const { return n_ctx_; }
+  DType dtype() const { return dtype_; }
   size_t bytes() const;
  private:
   int64_t n_ctx_;
+  DType dtype_;
   std::vector<Tensor> k_, v_;
 };
 

@@ -8,9 +8,9 @@
 
 namespace toy {
 
-DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx)
+DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx, DType kv_type)
     : model_(m),
-      cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head) {}
+      cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head, kv_type) {}
 
 void DecodeEngine::check_room(std::span<const int32_t> ids) const {
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;

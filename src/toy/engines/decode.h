@@ -16,7 +16,8 @@ namespace toy {
 // is fed alone and attends to everything cached before it.
 class DecodeEngine {
  public:
-  explicit DecodeEngine(const Model& m, int64_t n_ctx = 0);  // 0: the model's context length
+  // n_ctx 0: the model's context length. kv_type: the KV cache's dtype, F32 or F16.
+  explicit DecodeEngine(const Model& m, int64_t n_ctx = 0, DType kv_type = DType::F32);
   // Feeds `ids` at positions n_past … and returns their logits [T, n_vocab] (all rows, or only
   // the last row when last_only). Throws std::length_error when the context would overflow.
   Tensor feed(std::span<const int32_t> ids, bool last_only = false);

@@ -86,7 +86,7 @@ PerplexityResult chunked(const Model& model, std::span<const int32_t> tokens, co
     throw std::invalid_argument("perplexity: " + std::to_string(N) + " tokens are fewer than one chunk of " + std::to_string(n_ctx) +
                                 " (use a smaller --ctx)");
   if (o.max_windows > 0) n_chunk = std::min(n_chunk, o.max_windows);
-  DecodeEngine engine(model, n_ctx);
+  DecodeEngine engine(model, n_ctx, o.kv_type);
   const size_t V = size_t(model.config().n_vocab);
   const int64_t first = n_ctx / 2;  // the first half only gives context
   NllSum s;
@@ -115,7 +115,7 @@ PerplexityResult strided(const Model& model, std::span<const int32_t> tokens, co
   int64_t total = 1;  // windows the loop below will run
   while ((total - 1) * stride + n_ctx < N) ++total;
   if (o.max_windows > 0) total = std::min(total, o.max_windows);
-  DecodeEngine engine(model, n_ctx);
+  DecodeEngine engine(model, n_ctx, o.kv_type);
   const size_t V = size_t(model.config().n_vocab);
   NllSum s;
   PerplexityResult r;

@@ -55,6 +55,7 @@ struct PerplexityOptions {
   int64_t stride = 0;        // 0: llama.cpp chunks; > 0: strided sliding window (≤ n_ctx)
   int32_t bos = -1;          // chunk mode: replaces each chunk's first token (−1: no replacement)
   int64_t max_windows = 0;   // 0: all; else stop after this many chunks/windows (llama.cpp --chunks)
+  DType kv_type = DType::F32;  // the KV cache's dtype (F32 or F16)
   std::function<void(int64_t done, int64_t total)> progress;  // after every window
 };
 

@@ -36,4 +36,7 @@ int num_threads();
 // Calls fn(begin, end) on disjoint chunks covering [0, n); chunking depends only on n and grain.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+// y[i] = the IEEE half x[i] as f32 (exact; F16C when the CPU has it).
+void f16_to_f32(const uint16_t* x, float* y, int64_t n);
+
 }  // namespace toy::kernels

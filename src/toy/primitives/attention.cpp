@@ -19,6 +19,9 @@
 // Short inputs (decoding, T < kGemmMinT) take plain loops over one query at a time, laid out so
 // that the vector unit works across keys: K of one KV head is transposed to [Dh, keys] and
 // s_j += q_d·Kᵀ[d, j] runs over j, each s_j summing its terms in order of d.
+// k and v may be IEEE halves (an F16 KV cache, inference only): both paths copy the keys and
+// values a work item reads into f32 tiles, converting them there, so the f32 and F16 caches
+// share all the arithmetic.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -44,19 +47,39 @@ constexpr int64_t kQueryBlock = 16;  // queries per work item of the loop path
 constexpr int64_t kBlock = 32;       // queries per gemm block
 constexpr int64_t kGemmMinT = 8;     // from this many queries on, the gemm path
 
+// Keys or values [B, S, Hkv, Dh]: f32, or IEEE halves (an F16 KV cache).
+struct KvRows {
+  const void* data;
+  bool half;
+  // Row j of KV head kh in batch b, as Dh floats at out.
+  void row(const Geometry& g, int64_t b, int64_t kh, int64_t j, float* out) const {
+    const int64_t i = ((b * g.S + j) * g.Hkv + kh) * g.Dh;
+    if (half)
+      kernels::f16_to_f32(static_cast<const uint16_t*>(data) + i, out, g.Dh);
+    else
+      std::copy_n(static_cast<const float*>(data) + i, g.Dh, out);
+  }
+  // Rows [j0, j1) of KV head kh in batch b as a contiguous [j1 − j0, Dh] matrix.
+  void rows(const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* m) const {
+    for (int64_t j = j0; j < j1; ++j) row(g, b, kh, j, m + (j - j0) * g.Dh);
+  }
+};
+
 // Raw pointers of one call, so that the loops below index plain arrays.
 struct Views {
-  const float *q, *k, *v;
+  const float* q;
+  KvRows k, v;
   float* out;      // forward: o;  backward: dq
   float *P, *capped;
   const float* dout;
 };
 
-// Copies rows [j0, j1) of head g of x ([B, S, Hkv, Dh], batch b) into xt[d·ld + j − j0].
-inline void transpose_head(const float* x, const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* xt, int64_t ld) {
+// Copies rows [j0, j1) of KV head kh of x (batch b) into xt[d·ld + j − j0]; row: Dh floats of scratch.
+inline void transpose_head(const KvRows& x, const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* xt,
+                           int64_t ld, float* row) {
   for (int64_t j = j0; j < j1; ++j) {
-    const float* xj = x + ((b * g.S + j) * g.Hkv + kh) * g.Dh;
-    for (int64_t d = 0; d < g.Dh; ++d) xt[d * ld + (j - j0)] = xj[d];
+    x.row(g, b, kh, j, row);
+    for (int64_t d = 0; d < g.Dh; ++d) xt[d * ld + (j - j0)] = row[d];
   }
 }
 
@@ -68,22 +91,29 @@ inline void scatter_rows(const float* m, int64_t L, int64_t heads, int64_t Dh, i
   for (int64_t r = r0; r < r1; ++r) std::copy_n(m + (r - r0) * Dh, Dh, x + ((b * L + r) * heads + h) * Dh);
 }
 
+// Scratch of one loop-path work item: Kᵀ and V of the keys it sees, scores, one row.
+struct LoopScratch {
+  std::vector<float> kt, v, s, row;
+};
+
 // The loop path: queries [t0, t1) of every head of KV head kh in batch b.
 __attribute__((always_inline)) inline void forward_loops(const Views& w, const Geometry& g, const AttentionOptions& o,
-                                                         int64_t b, int64_t kh, int64_t t0, int64_t t1,
-                                                         std::vector<float>& kt_buf, std::vector<float>& s_buf) {
+                                                         int64_t b, int64_t kh, int64_t t0, int64_t t1, LoopScratch& m) {
   const int64_t group = g.H / g.Hkv, Dh = g.Dh;
   const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1;  // keys any query of the block sees
   const int64_t ld = jhi - jlo;
-  kt_buf.resize(size_t(Dh * ld));
-  s_buf.resize(size_t(ld));
-  float* kt = kt_buf.data();
-  transpose_head(w.k, g, b, kh, jlo, jhi, kt, ld);
+  m.kt.resize(size_t(Dh * ld));
+  m.v.resize(size_t(ld * Dh));
+  m.s.resize(size_t(ld));
+  m.row.resize(size_t(Dh));
+  float *kt = m.kt.data(), *vb = m.v.data();
+  transpose_head(w.k, g, b, kh, jlo, jhi, kt, ld, m.row.data());
+  w.v.rows(g, b, kh, jlo, jhi, vb);  // [ld, Dh]
   for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
     for (int64_t t = t0; t < t1; ++t) {
       const float* qi = w.q + ((b * g.T + t) * g.H + h) * Dh;
       const int64_t j0 = g.first_key(t, o.window) - jlo, j1 = g.S - g.T + t + 1 - jlo;  // visible, relative to jlo
-      float* s = s_buf.data();
+      float* s = m.s.data();
       for (int64_t j = j0; j < j1; ++j) s[j] = 0.0f;
       for (int64_t d = 0; d < Dh; ++d) {  // s_j = q·k_j, terms in order of d
         const float qd = qi[d];
@@ -112,7 +142,7 @@ __attribute__((always_inline)) inline void forward_loops(const Views& w, const G
       for (int64_t j = j0; j < j1; ++j) {
         const float p = s[j] * inv;
         if (w.P) w.P[row + size_t(j)] = p;
-        const float* vj = w.v + ((b * g.S + jlo + j) * g.Hkv + kh) * Dh;
+        const float* vj = vb + j * Dh;
         for (int64_t d = 0; d < Dh; ++d) oi[d] += p * vj[d];
       }
     }
@@ -120,9 +150,8 @@ __attribute__((always_inline)) inline void forward_loops(const Views& w, const G
 
 #if defined(__x86_64__) || defined(__i386__)
 __attribute__((target("avx2"))) void forward_loops_avx2(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b,
-                                                        int64_t kh, int64_t t0, int64_t t1, std::vector<float>& kt,
-                                                        std::vector<float>& s) {
-  forward_loops(w, g, o, b, kh, t0, t1, kt, s);
+                                                        int64_t kh, int64_t t0, int64_t t1, LoopScratch& m) {
+  forward_loops(w, g, o, b, kh, t0, t1, m);
 }
 #endif
 
@@ -156,8 +185,8 @@ void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o,
   float* Sc = Scratch::sized(m.s, rows * span);
   float* O = Scratch::sized(m.o, rows * Dh);
   for (int64_t i = 0; i < group; ++i) gather_rows(w.q, g.T, g.H, Dh, b, kh * group + i, t0, t1, Q + i * tb * Dh);
-  gather_rows(w.k, g.S, g.Hkv, Dh, b, kh, jlo, jhi, K);
-  gather_rows(w.v, g.S, g.Hkv, Dh, b, kh, jlo, jhi, V);
+  w.k.rows(g, b, kh, jlo, jhi, K);
+  w.v.rows(g, b, kh, jlo, jhi, V);
   kernels::gemm(false, true, rows, span, Dh, Q, K, Sc, false);  // Sc = Q·Kᵀ   [rows, span]
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t h = kh * group + i / tb, t = t0 + i % tb;
@@ -194,8 +223,8 @@ void backward_head(const Views& w, const Geometry& g, const AttentionOptions& o,
   const int64_t Dh = g.Dh, S = g.S, kh = h / (g.H / g.Hkv);
   float* K = Scratch::sized(m.k, S * Dh);
   float* V = Scratch::sized(m.v, S * Dh);
-  gather_rows(w.k, S, g.Hkv, Dh, b, kh, 0, S, K);
-  gather_rows(w.v, S, g.Hkv, Dh, b, kh, 0, S, V);
+  w.k.rows(g, b, kh, 0, S, K);
+  w.v.rows(g, b, kh, 0, S, V);
   std::fill(dK, dK + S * Dh, 0.0f);
   std::fill(dV, dV + S * Dh, 0.0f);
   for (int64_t t0 = 0; t0 < g.T; t0 += kBlock) {
@@ -245,12 +274,17 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   auto [Bk, S, Hkv, Dk] = k.dims<4>("attention: k");
   if (k.shape() != v.shape() || Bk != B || Dk != Dh || S < T || Hkv <= 0 || H % Hkv)
     throw ShapeError("attention: q " + to_string(q.shape()) + ", k " + to_string(k.shape()) + ", v " + to_string(v.shape()));
+  const bool half = k.dtype() == DType::F16;
+  if (k.dtype() != v.dtype() || (!half && k.dtype() != DType::F32))
+    throw ShapeError("attention: k and v must both be F32 or both F16, got " + std::string(name(k.dtype())) + " and " +
+                     std::string(name(v.dtype())));
   const Geometry g{B, T, S, H, Hkv, Dh};
   const bool saving = needs_grad({&q, &k, &v});
+  if (saving && half) throw ShapeError("attention: no gradient through F16 keys and values (a KV cache)");
   Tensor out = Tensor::empty(q.shape());
   Tensor P = saving ? Tensor::empty({B, H, T, S}) : Tensor();        // probabilities (0 where masked), for backward
   Tensor capped = saving && o.softcap > 0 ? Tensor::empty({B, H, T, S}) : Tensor();
-  const Views w{.q = q.data(), .k = k.data(), .v = v.data(), .out = out.data_mut(),
+  const Views w{.q = q.data(), .k = {k.raw(), half}, .v = {v.raw(), half}, .out = out.data_mut(),
                 .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr, .dout = nullptr};
   if (T >= kGemmMinT) {
     const int64_t blocks = (T + kBlock - 1) / kBlock;
@@ -265,16 +299,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
     const bool avx2 = use_avx2();
     kernels::parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
-      std::vector<float> kt, s;
+      LoopScratch m;
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t b = i / (Hkv * blocks), kh = i / blocks % Hkv, t0 = i % blocks * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
 #if defined(__x86_64__) || defined(__i386__)
         if (avx2) {
-          forward_loops_avx2(w, g, o, b, kh, t0, t1, kt, s);
+          forward_loops_avx2(w, g, o, b, kh, t0, t1, m);
           continue;
         }
 #endif
-        forward_loops(w, g, o, b, kh, t0, t1, kt, s);
+        forward_loops(w, g, o, b, kh, t0, t1, m);
       }
     });
   }
@@ -282,7 +316,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (saving)
     record(out, "attention", {q, k, v}, [q, k, v, P, capped, g, o](const Tensor& dout) {
       Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
-      const Views w{.q = q.data(), .k = k.data(), .v = v.data(), .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
+      const Views w{.q = q.data(), .k = {k.data(), false}, .v = {v.data(), false}, .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
                     .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr, .dout = dout.data()};
       const int64_t B = g.B, H = g.H, Hkv = g.Hkv, S = g.S, Dh = g.Dh, group = H / Hkv;
       std::unique_ptr<float[]> part(new float[size_t(B * H * 2 * S * Dh)]);  // per head: dK_h, dV_h [S, Dh] (set by backward_head)

@@ -60,6 +60,7 @@ struct AttentionOptions {
 };
 // Causal grouped-query attention. Query t sits at position S − T + t and sees keys ≤ its
 // position; query head h reads KV head h / (H / Hkv).
+// k and v are F32, or both F16 (an F16 KV cache; no gradient then).
 // q: [B, T, H, Dh], k, v: [B, S, Hkv, Dh] -> [B, T, H, Dh]
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);
 

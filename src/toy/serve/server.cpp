@@ -100,7 +100,7 @@ Server::Impl::Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromp
       tokenizer(std::move(t)),
       prompter(std::move(chat)),
       config(std::move(c)),
-      slots(m, config.parallel, config.n_ctx, config.queue) {}
+      slots(m, config.parallel, config.n_ctx, config.kv_type, config.queue) {}
 
 void Server::Impl::log(const std::string& line) const {
   if (config.log_requests) std::fprintf(stderr, "toy serve: %s\n", line.c_str());

@@ -5,8 +5,9 @@
 
 namespace toy::serve {
 
-SlotPool::SlotPool(const Model& model, int n_slots, int64_t n_ctx, int max_queue) : n_ctx_(n_ctx), max_queue_(max_queue) {
-  for (int i = 0; i < n_slots; ++i) engines_.push_back(std::make_unique<DecodeEngine>(model, n_ctx));
+SlotPool::SlotPool(const Model& model, int n_slots, int64_t n_ctx, DType kv_type, int max_queue)
+    : n_ctx_(n_ctx), max_queue_(max_queue) {
+  for (int i = 0; i < n_slots; ++i) engines_.push_back(std::make_unique<DecodeEngine>(model, n_ctx, kv_type));
   busy_.assign(size_t(n_slots), false);
 }
 

@@ -21,7 +21,7 @@ namespace toy::serve {
 
 class SlotPool {
  public:
-  SlotPool(const Model& model, int n_slots, int64_t n_ctx, int max_queue);
+  SlotPool(const Model& model, int n_slots, int64_t n_ctx, DType kv_type, int max_queue);
 
   class Lease {
    public:

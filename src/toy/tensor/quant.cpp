@@ -3,9 +3,8 @@
 // One function per format. Dequantization follows ggml-quants.c's dequantize_row_* (same
 // operations in the same order, so the floats are identical); quantization follows the
 // quantize_row_*_ref functions that llama-quantize uses when no importance matrix is given,
-// so quantizing an F32 tensor reproduces llama-quantize's bytes. The K-quant quantizers
-// (Q4_K, Q5_K, Q6_K: iterative scale search) are not implemented; Q8_K is, because it is the
-// activation format of the K-quant matmuls.
+// so quantizing an F32 tensor reproduces llama-quantize's bytes. Q8_K (the activation format
+// of the K-quant matmuls) has no weight quantizer in llama-quantize; ggml's reference is used.
 //
 // Notation per block: d = scale (IEEE half unless noted), m = min, q = stored integer.
 // Legacy quants (32 values): element j < 16 lives in the low nibble of qs[j], element j + 16
@@ -283,6 +282,213 @@ void dequantize_q6_k(const BlockQ6_K* b, float* y, int64_t nb) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// K-quant quantizers: ggml's quantize_row_q{4,5,6}_K_ref (what llama-quantize writes without an
+// importance matrix). Each sub-block first gets its own best f32 scale (and min) by a small
+// search; then those are rounded to 6-bit (Q4_K/Q5_K) or 8-bit (Q6_K) multiples of the
+// super-block's half d (and dmin), and the values are re-quantized with the rounded scales.
+// The arithmetic is ggml's, operation by operation (no fused multiply-adds: this file is built
+// for baseline x86-64), so the bytes are llama-quantize's.
+
+// Fits x ≈ scale·L − m over 32 values, L in [0, nmax], m ≥ 0 (returned in *m), minimizing
+// Σ w·(scale·L − m − x)²: starting from the min/max grid, tries nstep + 1 grids with
+// (nmax + rmin + 0.1·is) steps over [min, max], and for each grid the least-squares scale and
+// min of its levels (min clamped to ≤ 0 in x, i.e. m ≥ 0). ggml's make_qkx2_quants.
+float fit_scale_min(int nmax, const float* x, const float* w, uint8_t* L, float* m, float rmin, int nstep) {
+  constexpr int n = 32;
+  float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    min = std::min(min, x[i]);
+    max = std::max(max, x[i]);
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    std::fill(L, L + n, uint8_t(0));
+    *m = -min;
+    return 0;
+  }
+  float iscale = float(nmax) / (max - min), scale = 1 / iscale, best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    L[i] = uint8_t(std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax));
+    const float diff = scale * float(L[i]) + min - x[i];
+    best_error += w[i] * (diff * diff);
+  }
+  uint8_t Laux[n];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + 0.1f * float(is) + float(nmax)) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest_int(iscale * (x[i] - min)), 0, nmax);
+      Laux[i] = uint8_t(l);
+      sum_l += w[i] * float(l);
+      sum_l2 += w[i] * float(l) * float(l);
+      sum_xl += w[i] * float(l) * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(D > 0)) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+    if (this_min > 0) {
+      this_min = 0;
+      this_scale = sum_xl / sum_l2;
+    }
+    float error = 0;
+    for (int i = 0; i < n; ++i) {
+      const float diff = this_scale * float(Laux[i]) + this_min - x[i];
+      error += w[i] * (diff * diff);
+    }
+    if (error < best_error) {
+      std::copy(Laux, Laux + n, L);
+      best_error = error;
+      scale = this_scale;
+      min = this_min;
+    }
+  }
+  *m = -min;
+  return scale;
+}
+
+// Q4_K/Q5_K, one super-block: fits each sub-block (weights w = rms(sub-block) + |x|), packs the
+// 6-bit scales and mins (layout of scale_min_k4) with d = max scale/63, dmin = max min/63, and
+// leaves in L the levels 0..nmax of the 256 values under the rounded scales.
+template <class Block> void quantize_scales_k4(const float* x, Block& b, uint8_t* L, int nmax, float rmin, int nstep) {
+  float scales[8], mins[8], w[32], max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float* xj = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += xj[l] * xj[l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(xj[l]);
+    scales[j] = fit_scale_min(nmax, xj, w, L + 32 * j, &mins[j], rmin, nstep);
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f, inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  std::memset(b.scales, 0, sizeof b.scales);
+  for (int j = 0; j < 8; ++j) {
+    const uint8_t ls = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
+    const uint8_t lm = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
+    if (j < 4) {
+      b.scales[j] |= ls;
+      b.scales[j + 4] |= lm;
+    } else {
+      b.scales[j + 4] = uint8_t((ls & 0x0f) | (lm & 0x0f) << 4);
+      b.scales[j - 4] |= uint8_t((ls >> 4) << 6);
+      b.scales[j] |= uint8_t((lm >> 4) << 6);
+    }
+  }
+  b.d = f32_to_fp16(max_scale / 63.f);
+  b.dmin = f32_to_fp16(max_min / 63.f);
+  for (int j = 0; j < 8; ++j) {  // a sub-block whose scale rounds to 0 keeps its fitted levels
+    uint8_t sc, m;
+    scale_min_k4(j, b.scales, &sc, &m);
+    const float d = fp16_to_f32(b.d) * float(sc);
+    if (d == 0) continue;
+    const float dm = fp16_to_f32(b.dmin) * float(m);
+    for (int l = 0; l < 32; ++l) L[32 * j + l] = uint8_t(std::clamp(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
+  }
+}
+
+void quantize_q4_k(const float* x, BlockQ4_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    uint8_t L[QK_K];
+    quantize_scales_k4(x, b[i], L, 15, -1.0f, 20);
+    for (int g = 0; g < 4; ++g)  // sub-blocks 2g (low nibbles) and 2g+1 (high nibbles)
+      for (int l = 0; l < 32; ++l) b[i].qs[32 * g + l] = uint8_t(L[64 * g + l] | L[64 * g + 32 + l] << 4);
+  }
+}
+
+void quantize_q5_k(const float* x, BlockQ5_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    uint8_t L[QK_K];
+    quantize_scales_k4(x, b[i], L, 31, -0.5f, 15);
+    std::memset(b[i].qh, 0, sizeof b[i].qh);
+    for (int s = 0; s < 8; ++s)  // low 4 bits as Q4_K, bit 4 of value l of sub-block s in bit s of qh[l]
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t q = L[32 * s + l];
+        uint8_t& byte = b[i].qs[32 * (s / 2) + l];
+        byte = s % 2 ? uint8_t(byte | (q & 0x0f) << 4) : uint8_t(q & 0x0f);
+        b[i].qh[l] |= uint8_t((q >> 4) << s);
+      }
+  }
+}
+
+// Fits x ≈ scale·(L − 32) over 16 values, L − 32 in [−32, 31], minimizing Σ x²·(scale·l − x)²:
+// the grid through the value of largest magnitude and the 18 grids with 32 ± 0.1·is steps
+// there, each with its least-squares scale. ggml's make_qx_quants (rmse_type 1, no weights).
+float fit_scale_q6(const float* x, int8_t* L) {
+  constexpr int n = 16, nmax = 32;
+  float amax = 0, max = 0;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
+  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS
+    std::fill(L, L + n, int8_t(0));
+    return 0;
+  }
+  // Σ w·x·l and Σ w·l² for the grid of step 1/iscale (w = x²); fills L when asked.
+  auto sums = [&](float iscale, float* sumlx, float* suml2, bool fill) {
+    *sumlx = *suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      if (fill) L[i] = int8_t(l + nmax);
+      const float w = x[i] * x[i];
+      *sumlx += w * x[i] * float(l);
+      *suml2 += w * float(l) * float(l);
+    }
+  };
+  float sumlx, suml2;
+  sums(float(-nmax) / max, &sumlx, &suml2, true);
+  float scale = suml2 != 0 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    const float iscale = -(float(nmax) + 0.1f * float(is)) / max;
+    sums(iscale, &sumlx, &suml2, false);
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      sums(iscale, &sumlx, &suml2, true);
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+// Q6_K: 16 sub-block scales rounded to int8 multiples of d = −max/128 (max: the scale of
+// largest magnitude, with its sign), then q = clamp(round(x / (d·sc)), −32, 31) + 32.
+void quantize_q6_k(const float* x, BlockQ6_K* b, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += QK_K) {
+    int8_t L[QK_K];
+    float scales[16], max_scale = 0, max_abs_scale = 0;
+    for (int g = 0; g < 16; ++g) {
+      scales[g] = fit_scale_q6(x + 16 * g, L + 16 * g);
+      if (std::fabs(scales[g]) > max_abs_scale) max_abs_scale = std::fabs(scales[g]), max_scale = scales[g];
+    }
+    if (max_abs_scale < 1e-15f) {
+      std::memset(&b[i], 0, sizeof(BlockQ6_K));
+      continue;
+    }
+    const float iscale = -128.f / max_scale;
+    b[i].d = f32_to_fp16(1 / iscale);
+    for (int g = 0; g < 16; ++g) b[i].scales[g] = int8_t(std::min(127, nearest_int(iscale * scales[g])));
+    for (int g = 0; g < 16; ++g) {  // a sub-block whose scale rounds to 0 keeps its fitted levels
+      const float d = fp16_to_f32(b[i].d) * float(b[i].scales[g]);
+      if (d == 0) continue;
+      for (int l = 0; l < 16; ++l) L[16 * g + l] = int8_t(std::clamp(nearest_int(x[16 * g + l] / d), -32, 31) + 32);
+    }
+    for (int h = 0; h < 2; ++h) {  // layout in dequantize_q6_k
+      const int8_t* q = L + 128 * h;
+      uint8_t* ql = b[i].ql + 64 * h;
+      uint8_t* qh = b[i].qh + 32 * h;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = uint8_t((q[l] & 0x0f) | (q[l + 64] & 0x0f) << 4);
+        ql[l + 32] = uint8_t((q[l + 32] & 0x0f) | (q[l + 96] & 0x0f) << 4);
+        qh[l] = uint8_t((q[l] >> 4) | (q[l + 32] >> 4) << 2 | (q[l + 64] >> 4) << 4 | (q[l + 96] >> 4) << 6);
+      }
+    }
+  }
+}
+
 // Q8_K: x = d·q with d an f32, q in [-127, 127]; bsums[g] = Σ q over values 16g..16g+15
 // (used by the K-quant dot products to apply the mins).
 void dequantize_q8_k(const BlockQ8_K* b, float* y, int64_t nb) {
@@ -353,6 +559,9 @@ void quantize(DType t, const float* src, void* dst, int64_t n) {
     case DType::Q5_0: return quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
     case DType::Q5_1: return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
     case DType::Q8_0: return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
+    case DType::Q4_K: return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
+    case DType::Q5_K: return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
+    case DType::Q6_K: return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
     case DType::Q8_K: return quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
     default: throw std::invalid_argument("quantize: dtype " + std::string(name(t)) + " is not supported");
   }
@@ -361,7 +570,8 @@ void quantize(DType t, const float* src, void* dst, int64_t n) {
 bool can_quantize(DType t) {
   switch (t) {
     case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q8_K:
+    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K: case DType::Q5_K:
+    case DType::Q6_K: case DType::Q8_K:
       return true;
     default:
       return false;

@@ -1,0 +1,88 @@
+// io/file_type.cpp — llama-quantize's per-tensor dtype rules for the file types toy writes.
+//
+// The rules are those of llama.cpp's llama_tensor_get_type for dense models without an
+// importance matrix; the MoE, Falcon and 70B special cases are left out (toy writes none).
+#include "toy/io/file_type.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "toy/tensor/quant.h"
+
+namespace toy::gguf {
+namespace {
+
+const std::vector<FileType>& file_types() {
+  static const std::vector<FileType> t = {
+      {"F32", DType::F32, false, 0},     {"F16", DType::F16, false, 1},     {"BF16", DType::BF16, false, 32},
+      {"Q8_0", DType::Q8_0, false, 7},   {"Q4_0", DType::Q4_0, false, 2},   {"Q4_1", DType::Q4_1, false, 3},
+      {"Q5_0", DType::Q5_0, false, 8},   {"Q5_1", DType::Q5_1, false, 9},   {"Q6_K", DType::Q6_K, false, 18},
+      {"Q5_K", DType::Q5_K, false, 16},  {"Q4_K", DType::Q4_K, false, 14},  // general.file_type: the _S types
+      {"Q5_K_M", DType::Q5_K, true, 17}, {"Q4_K_M", DType::Q4_K, true, 15},
+  };
+  return t;
+}
+
+bool equal_nocase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::toupper(static_cast<unsigned char>(x)) == std::toupper(static_cast<unsigned char>(y));
+         });
+}
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// llama.cpp's choice of the layers that get more bits: the first and last eighth, and every
+// third layer in between.
+bool use_more_bits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+// The dtype llama.cpp uses when the rows do not split into super-blocks.
+DType fallback(DType t) {
+  switch (t) {
+    case DType::Q4_K: return DType::Q5_0;
+    case DType::Q5_K: return DType::Q5_1;
+    case DType::Q6_K: return DType::Q8_0;
+    default: return t;
+  }
+}
+
+}  // namespace
+
+std::optional<FileType> file_type(std::string_view name) {
+  for (const FileType& t : file_types())
+    if (equal_nocase(t.name, name)) return t;
+  return std::nullopt;
+}
+
+std::string_view file_type_names() {
+  static const std::string names = [] {
+    std::string s;
+    for (const FileType& t : file_types()) s += (s.empty() ? "" : ", ") + std::string(t.name);
+    return s;
+  }();
+  return names;
+}
+
+DType tensor_dtype(const FileType& ft, std::string_view name, const std::vector<int64_t>& shape, int n_layer,
+                   bool tied) {
+  if (shape.size() < 2) return DType::F32;
+  const int64_t row = shape.back();
+  DType t = ft.base;
+  if (ft.mix) {
+    int layer = -1;
+    std::sscanf(std::string(name).c_str(), "blk.%d.", &layer);
+    if (name == "output.weight" || (tied && name == "token_embd.weight"))
+      t = row % QK_K == 0 ? DType::Q6_K : DType::Q8_0;
+    else if ((contains(name, "attn_v.weight") || contains(name, "ffn_down")) && use_more_bits(layer, n_layer))
+      t = DType::Q6_K;
+    else if (contains(name, "attn_qkv.weight"))
+      t = ft.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
+  }
+  if (row % info(t).block_size != 0) t = fallback(t);
+  return row % info(t).block_size == 0 ? t : DType::F32;
+}
+
+}  // namespace toy::gguf
