@@ -51,17 +51,19 @@ constexpr int64_t kGemmMinT = 8;     // from this many queries on, the gemm path
 struct KvRows {
   const void* data;
   bool half;
-  // Row j of KV head kh in batch b, as Dh floats at out.
-  void row(const Geometry& g, int64_t b, int64_t kh, int64_t j, float* out) const {
+  // Row j of KV head kh in batch b as Dh floats: in place (f32), or converted into out (halves).
+  const float* row(const Geometry& g, int64_t b, int64_t kh, int64_t j, float* out) const {
     const int64_t i = ((b * g.S + j) * g.Hkv + kh) * g.Dh;
-    if (half)
-      kernels::f16_to_f32(static_cast<const uint16_t*>(data) + i, out, g.Dh);
-    else
-      std::copy_n(static_cast<const float*>(data) + i, g.Dh, out);
+    if (!half) return static_cast<const float*>(data) + i;
+    kernels::f16_to_f32(static_cast<const uint16_t*>(data) + i, out, g.Dh);
+    return out;
   }
   // Rows [j0, j1) of KV head kh in batch b as a contiguous [j1 − j0, Dh] matrix.
   void rows(const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* m) const {
-    for (int64_t j = j0; j < j1; ++j) row(g, b, kh, j, m + (j - j0) * g.Dh);
+    for (int64_t j = j0; j < j1; ++j) {
+      float* out = m + (j - j0) * g.Dh;
+      if (const float* r = row(g, b, kh, j, out); r != out) std::copy_n(r, g.Dh, out);
+    }
   }
 };
 
@@ -78,8 +80,8 @@ struct Views {
 inline void transpose_head(const KvRows& x, const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* xt,
                            int64_t ld, float* row) {
   for (int64_t j = j0; j < j1; ++j) {
-    x.row(g, b, kh, j, row);
-    for (int64_t d = 0; d < g.Dh; ++d) xt[d * ld + (j - j0)] = row[d];
+    const float* r = x.row(g, b, kh, j, row);
+    for (int64_t d = 0; d < g.Dh; ++d) xt[d * ld + (j - j0)] = r[d];
   }
 }
 
@@ -103,12 +105,15 @@ __attribute__((always_inline)) inline void forward_loops(const Views& w, const G
   const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1;  // keys any query of the block sees
   const int64_t ld = jhi - jlo;
   m.kt.resize(size_t(Dh * ld));
-  m.v.resize(size_t(ld * Dh));
+  if (w.v.half) m.v.resize(size_t(ld * Dh));
   m.s.resize(size_t(ld));
   m.row.resize(size_t(Dh));
-  float *kt = m.kt.data(), *vb = m.v.data();
+  float* kt = m.kt.data();
   transpose_head(w.k, g, b, kh, jlo, jhi, kt, ld, m.row.data());
-  w.v.rows(g, b, kh, jlo, jhi, vb);  // [ld, Dh]
+  // V: the f32 cache is read in place, rows Hkv·Dh apart; halves are converted once, [ld, Dh].
+  const float* vb = w.v.half ? m.v.data() : w.v.row(g, b, kh, jlo, nullptr);
+  const int64_t vstride = w.v.half ? Dh : g.Hkv * Dh;
+  if (w.v.half) w.v.rows(g, b, kh, jlo, jhi, m.v.data());
   for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
     for (int64_t t = t0; t < t1; ++t) {
       const float* qi = w.q + ((b * g.T + t) * g.H + h) * Dh;
@@ -142,7 +147,7 @@ __attribute__((always_inline)) inline void forward_loops(const Views& w, const G
       for (int64_t j = j0; j < j1; ++j) {
         const float p = s[j] * inv;
         if (w.P) w.P[row + size_t(j)] = p;
-        const float* vj = vb + j * Dh;
+        const float* vj = vb + j * vstride;
         for (int64_t d = 0; d < Dh; ++d) oi[d] += p * vj[d];
       }
     }
