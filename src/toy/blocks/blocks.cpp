@@ -79,9 +79,10 @@ Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
 Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer) {
   auto [B, T, D] = x.dims<3>("self_attention: x");
   const int64_t H = c.n_head, Hkv = c.n_kv_head, Dh = c.d_head;
-  Tensor q = linear(x, w.attn_q, w.attn_q_bias);                     // [B, T, H·Dh]
-  Tensor k = linear(x, w.attn_k, w.attn_k_bias);                     // [B, T, Hkv·Dh]
-  Tensor v = linear(x, w.attn_v, w.attn_v_bias);                     // [B, T, Hkv·Dh]
+  auto qkv = linears(x, {w.attn_q, w.attn_k, w.attn_v}, {w.attn_q_bias, w.attn_k_bias, w.attn_v_bias});
+  Tensor q = qkv[0];                                                 // [B, T, H·Dh]
+  Tensor k = qkv[1];                                                 // [B, T, Hkv·Dh]
+  Tensor v = qkv[2];                                                 // [B, T, Hkv·Dh]
   if (c.qk_norm == QkNorm::FullWidth) {
     q = rms_norm(q, w.attn_q_norm, c.norm_eps);
     k = rms_norm(k, w.attn_k_norm, c.norm_eps);
@@ -101,8 +102,8 @@ Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const
 }
 
 Tensor swiglu_ffn(const SwigluWeights& w, const Tensor& x) {
-  Tensor g = silu(linear(x, w.ffn_gate));                            // [..., d_ff]
-  return linear(g * linear(x, w.ffn_up), w.ffn_down);                // [..., D]
+  auto gu = linears(x, {w.ffn_gate, w.ffn_up});                      // [..., d_ff] each
+  return linear(silu(gu[0]) * gu[1], w.ffn_down);                    // [..., D]
 }
 
 Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x, const Ctx& ctx,

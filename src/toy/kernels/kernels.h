@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "toy/tensor/dtype.h"
 
@@ -18,6 +19,17 @@ namespace toy::kernels {
 // the dot products in integers (quantized weights) or in f32 (F16/BF16: with exact products).
 // Row m of y depends only on row m of x: the same bits for any M, thread count or tiling.
 void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K);
+
+// Several products of the same x in one parallel region: y_i[M, N_i] = x[M, K] · W_iᵀ, the same
+// bits as one matmul_wt call each. A decode step of a small model is dominated by the start and
+// the slowest chunk of each region, so products that read the same input share one.
+struct Product {
+  const void* w;  // W_i [N_i, K], row-major in dtype wt
+  DType wt;
+  float* y;       // y_i [M, N_i]
+  int64_t N;
+};
+void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M, int64_t K);
 
 // The format x is rounded to before the dot products with weights of type wt (llama.cpp's
 // vec_dot_type): F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_K/Q5_K/Q6_K -> Q8_K;

@@ -299,35 +299,71 @@ void dequantizing_columns(ColumnKernel f32, DType wt, const Act& a, const uint8_
 
 }  // namespace
 
-void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {
-  const DTypeInfo& ti = info(wt);
-  if (!dtype_supported(wt))
-    throw std::invalid_argument("matmul_wt: weights of type " + std::string(ti.name) + " are not supported");
-  if (M < 0 || N < 0 || K < 0 || K % ti.block_size != 0)
-    throw std::invalid_argument("matmul_wt: K = " + std::to_string(K) + " is not a multiple of the " +
-                                std::string(ti.name) + " block size " + std::to_string(ti.block_size));
-  if (M == 0 || N == 0) return;
+void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M, int64_t K) {
+  for (const Product& p : products) {
+    const DTypeInfo& ti = info(p.wt);
+    if (!dtype_supported(p.wt))
+      throw std::invalid_argument("matmul_wt: weights of type " + std::string(ti.name) + " are not supported");
+    if (M < 0 || p.N < 0 || K < 0 || K % ti.block_size != 0)
+      throw std::invalid_argument("matmul_wt: K = " + std::to_string(K) + " is not a multiple of the " +
+                                  std::string(ti.name) + " block size " + std::to_string(ti.block_size));
+  }
+  if (M == 0) return;
   const bool avx2 = simd() == Simd::avx2;
-  thread_local std::vector<uint8_t> act_buf;
-  const Act act = convert_activations(x, activation_dtype(wt), M, K, avx2, act_buf);
-
-  ColumnKernel kernel = avx2 ? detail::avx2_column_kernel(wt) : scalar_column_kernel(wt);
   ColumnKernel f32 = avx2 ? detail::avx2_column_kernel(DType::F32) : scalar_column_kernel(DType::F32);
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const int64_t w_stride = row_bytes(wt, K);
-  // Chunks of at least ~32k multiply-adds (smaller products stay on the calling thread). A
-  // decode step (M < 4) reads the weights once, so it takes 2 long chunks per thread: long
-  // sequential streams for the prefetcher. Multiples of 12 columns keep the prompt tiles
-  // (2 or 3 columns wide) full.
-  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, M * K));
-  if (M < 4) grain = std::max(grain, (N + 2 * num_threads() - 1) / (2 * num_threads()));
-  grain = (grain + 11) / 12 * 12;
-  parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-    if (kernel)
-      kernel(act, wb + n0 * w_stride, w_stride, y + n0, N, n1 - n0);
-    else
-      dequantizing_columns(f32, wt, act, wb + n0 * w_stride, w_stride, y + n0, N, n1 - n0);
+
+  // x converted once per activation format the weights ask for (rarely more than one).
+  struct Converted {
+    DType at;
+    Act act;
+  };
+  thread_local std::vector<std::vector<uint8_t>> act_bufs;
+  std::vector<Converted> converted;
+  converted.reserve(products.size());  // units point into it
+  auto activations = [&](DType at) -> const Act& {
+    for (const Converted& c : converted)
+      if (c.at == at) return c.act;
+    if (act_bufs.size() <= converted.size()) act_bufs.resize(converted.size() + 1);
+    converted.push_back({at, convert_activations(x, at, M, K, avx2, act_bufs[converted.size()])});
+    return converted.back().act;
+  };
+
+  // Work units: runs of columns of one product. At least ~32k multiply-adds each (smaller
+  // products stay on the calling thread). A decode step (M < 4) reads the weights once, so a
+  // product takes 2 long runs per thread: long sequential streams for the prefetcher. Multiples
+  // of 12 columns keep the prompt tiles (2 or 3 columns wide) full.
+  struct Unit {
+    const Product* p;
+    const Act* act;
+    ColumnKernel kernel;
+    int64_t n0, n1;
+  };
+  std::vector<Unit> units;
+  for (const Product& p : products) {
+    if (p.N == 0) continue;
+    const Act& act = activations(activation_dtype(p.wt));
+    ColumnKernel kernel = avx2 ? detail::avx2_column_kernel(p.wt) : scalar_column_kernel(p.wt);
+    int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, M * K));
+    if (M < 4) grain = std::max(grain, (p.N + 2 * num_threads() - 1) / (2 * num_threads()));
+    grain = (grain + 11) / 12 * 12;
+    for (int64_t n0 = 0; n0 < p.N; n0 += grain) units.push_back({&p, &act, kernel, n0, std::min(p.N, n0 + grain)});
+  }
+  parallel_for(int64_t(units.size()), 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const Unit& t = units[size_t(u)];
+      const int64_t w_stride = row_bytes(t.p->wt, K);
+      const uint8_t* w = static_cast<const uint8_t*>(t.p->w) + t.n0 * w_stride;
+      if (t.kernel)
+        t.kernel(*t.act, w, w_stride, t.p->y + t.n0, t.p->N, t.n1 - t.n0);
+      else
+        dequantizing_columns(f32, t.p->wt, *t.act, w, w_stride, t.p->y + t.n0, t.p->N, t.n1 - t.n0);
+    }
   });
+}
+
+void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {
+  const Product p{.w = w, .wt = wt, .y = y, .N = N};
+  matmul_wt_many(x, std::span<const Product>(&p, 1), M, K);
 }
 
 }  // namespace toy::kernels

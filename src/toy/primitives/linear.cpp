@@ -12,23 +12,55 @@ namespace {
 Tensor as_f32(const Tensor& W) { return W.dtype() == DType::F32 ? W : W.clone(); }
 }  // namespace
 
-Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
+namespace {
+// The output of x·Wᵀ (+ b), checked and allocated: [..., out].
+Tensor linear_output(const Tensor& x, const Tensor& W, const Tensor& b) {
   auto [N, K] = W.dims<2>("linear: W");
   if (x.dim() < 1 || x.size(-1) != K)
     throw ShapeError("linear: x " + to_string(x.shape()) + " does not match W " + to_string(W.shape()) + " (" + W.name() + ")");
   if (b.defined() && b.shape() != Shape{N})
     throw ShapeError("linear: bias " + to_string(b.shape()) + " for W " + to_string(W.shape()));
-  const int64_t M = x.numel() / K;
   Shape out_shape = x.shape();
   out_shape.back() = N;
-  Tensor y = Tensor::empty(out_shape);
-  kernels::matmul_wt(x.data(), W.raw(), W.dtype(), y.data_mut(), M, N, K);
-  if (b.defined()) {
-    float* py = y.data_mut();
-    const float* pb = b.data();
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) py[m * N + n] += pb[n];
+  return Tensor::empty(out_shape);
+}
+
+void add_bias(Tensor& y, const Tensor& b) {
+  if (!b.defined()) return;
+  const int64_t N = b.numel(), M = y.numel() / N;
+  float* py = y.data_mut();
+  const float* pb = b.data();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) py[m * N + n] += pb[n];
+}
+}  // namespace
+
+std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, const std::vector<Tensor>& bs) {
+  auto bias = [&](size_t i) { return i < bs.size() ? bs[i] : Tensor(); };
+  bool grad = needs_grad({&x});
+  for (const Tensor& W : Ws) grad = grad || needs_grad({&W});
+  for (const Tensor& b : bs) grad = grad || needs_grad({&b});
+  std::vector<Tensor> ys;
+  if (grad) {  // each its own node of the graph
+    for (size_t i = 0; i < Ws.size(); ++i) ys.push_back(linear(x, Ws[i], bias(i)));
+    return ys;
   }
+  std::vector<kernels::Product> products;
+  for (size_t i = 0; i < Ws.size(); ++i) {
+    ys.push_back(linear_output(x, Ws[i], bias(i)));
+    products.push_back({.w = Ws[i].raw(), .wt = Ws[i].dtype(), .y = ys.back().data_mut(), .N = Ws[i].size(0)});
+  }
+  const int64_t K = x.size(-1);
+  kernels::matmul_wt_many(x.data(), products, x.numel() / K, K);
+  for (size_t i = 0; i < Ws.size(); ++i) add_bias(ys[i], bias(i));
+  return ys;
+}
+
+Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
+  Tensor y = linear_output(x, W, b);
+  const int64_t N = y.size(-1), K = x.size(-1), M = x.numel() / K;
+  kernels::matmul_wt(x.data(), W.raw(), W.dtype(), y.data_mut(), M, N, K);
+  add_bias(y, b);
   if (needs_grad({&x, &W, &b}))
     record(y, "linear", {x, W, b}, [x, W, b, M, N, K](const Tensor& dy) {
       std::vector<Tensor> g(3);

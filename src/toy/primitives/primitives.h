@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "toy/tensor/tensor.h"
 
@@ -28,6 +29,9 @@ Tensor softcap(const Tensor& x, float cap);               // cap·tanh(x/cap)
 // --- projections ------------------------------------------------------------------------
 // y = x·Wᵀ (+ b).  x: [..., in], W: [out, in] (any dtype; trainable when F32), b: [out] -> [..., out]
 Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b = {});
+// Projections of the same x: y_i = linear(x, W_i, b_i), bit for bit (bs may be shorter: no bias).
+// Without gradients they share one pass over the thread pool (kernels::matmul_wt_many).
+std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, const std::vector<Tensor>& bs = {});
 // Rows of an embedding table. W: [V, D] (any dtype), ids: I32 [...] -> [..., D]
 Tensor embedding(const Tensor& W, const Tensor& ids);
 
