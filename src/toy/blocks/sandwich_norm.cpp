@@ -4,8 +4,8 @@
 namespace toy {
 
 Tensor geglu_ffn(const SwigluWeights& w, const Tensor& x) {
-  Tensor g = gelu_tanh(linear(x, w.ffn_gate));                       // [..., d_ff]
-  return linear(g * linear(x, w.ffn_up), w.ffn_down);                // [..., D]
+  auto gu = linears(x, {w.ffn_gate, w.ffn_up});                      // [..., d_ff] each
+  return linear(gelu_tanh(gu[0]) * gu[1], w.ffn_down);               // [..., D]
 }
 
 Tensor sandwich_norm_block(const SandwichNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x,
