@@ -282,6 +282,36 @@ TEST(KernelMatmul, BitIdenticalForAnyThreadCountAndBatch) {
   }
 }
 
+TEST(KernelMatmul, ManyProductsEqualOneCallEach) {
+  KernelState keep;
+  const int64_t K = 512;
+  const DType types[] = {DType::Q8_0, DType::F16, DType::Q6_K, DType::Q4_1, DType::F32};  // 4 activation formats
+  const int64_t Ns[] = {96, 301, 40, 13, 256};
+  std::vector<std::vector<uint8_t>> ws;
+  for (size_t i = 0; i < std::size(types); ++i) ws.push_back(random_weights(types[i], Ns[i], K, uint32_t(20 + i)));
+  for (int64_t M : {1, 3, 37}) {
+    const auto x = randn(size_t(M * K), uint32_t(M));
+    for (Simd s : paths()) {
+      set_simd(s);
+      for (int threads : {1, 2}) {
+        set_num_threads(threads);
+        std::vector<std::vector<float>> ys;
+        std::vector<Product> products;
+        for (size_t i = 0; i < std::size(types); ++i) {
+          ys.emplace_back(size_t(M * Ns[i]), -1.0f);
+          products.push_back({.w = ws[i].data(), .wt = types[i], .y = ys.back().data(), .N = Ns[i]});
+        }
+        matmul_wt_many(x.data(), products, M, K);
+        for (size_t i = 0; i < std::size(types); ++i) {
+          const auto want = run_matmul(x, ws[i], types[i], M, Ns[i], K);
+          EXPECT_EQ(std::memcmp(want.data(), ys[i].data(), want.size() * 4), 0)
+              << name(types[i]) << " M " << M << " " << path_name(s) << " threads " << threads;
+        }
+      }
+    }
+  }
+}
+
 TEST(KernelMatmul, RejectsBadShapes) {
   std::vector<float> x(64), y(4);
   std::vector<uint8_t> w(1024);
