@@ -312,6 +312,23 @@ TEST(KernelMatmul, ManyProductsEqualOneCallEach) {
   }
 }
 
+TEST(KernelTranspose, EveryShapeAndPath) {
+  KernelState keep;
+  for (Simd s : paths()) {
+    set_simd(s);
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {8, 8}, {13, 64}, {64, 13}, {300, 64}, {7, 9}}) {
+      const int64_t ss = cols + 5, ds = rows + 3;  // strided rows on both sides
+      const auto src = randn(size_t(rows * ss), uint32_t(rows * 100 + cols));
+      std::vector<float> dst(size_t(cols * ds), -7.0f);
+      transpose(src.data(), ss, dst.data(), ds, rows, cols);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(dst[size_t(c * ds + r)], src[size_t(r * ss + c)]) << path_name(s);
+      for (int64_t c = 0; c < cols; ++c)  // the padding between dst rows is untouched
+        for (int64_t r = rows; r < ds; ++r) ASSERT_EQ(dst[size_t(c * ds + r)], -7.0f) << path_name(s);
+    }
+  }
+}
+
 TEST(KernelMatmul, RejectsBadShapes) {
   std::vector<float> x(64), y(4);
   std::vector<uint8_t> w(1024);

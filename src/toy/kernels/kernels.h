@@ -50,5 +50,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t beg
 
 // y[i] = the IEEE half x[i] as f32 (exact; F16C when the CPU has it).
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
+// dst[c·dst_stride + r] = src[r·src_stride + c] for r < rows, c < cols (f32, exact).
+void transpose(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t cols);
 
 }  // namespace toy::kernels

@@ -76,13 +76,15 @@ struct Views {
   const float* dout;
 };
 
-// Copies rows [j0, j1) of KV head kh of x (batch b) into xt[d·ld + j − j0]; row: Dh floats of scratch.
+// Copies rows [j0, j1) of KV head kh of x (batch b) into xt[d·ld + j − j0]; halves: scratch for
+// an F16 cache's rows as f32.
 inline void transpose_head(const KvRows& x, const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* xt,
-                           int64_t ld, float* row) {
-  for (int64_t j = j0; j < j1; ++j) {
-    const float* r = x.row(g, b, kh, j, row);
-    for (int64_t d = 0; d < g.Dh; ++d) xt[d * ld + (j - j0)] = r[d];
-  }
+                           int64_t ld, std::vector<float>& halves) {
+  if (j1 <= j0) return;
+  if (!x.half) return kernels::transpose(x.row(g, b, kh, j0, nullptr), g.Hkv * g.Dh, xt, ld, j1 - j0, g.Dh);
+  halves.resize(size_t((j1 - j0) * g.Dh));
+  x.rows(g, b, kh, j0, j1, halves.data());
+  kernels::transpose(halves.data(), g.Dh, xt, ld, j1 - j0, g.Dh);
 }
 
 // Rows [r0, r1) of head h of x ([B, L, heads, Dh], batch b) <-> a contiguous [r1 − r0, Dh] matrix.
@@ -93,9 +95,10 @@ inline void scatter_rows(const float* m, int64_t L, int64_t heads, int64_t Dh, i
   for (int64_t r = r0; r < r1; ++r) std::copy_n(m + (r - r0) * Dh, Dh, x + ((b * L + r) * heads + h) * Dh);
 }
 
-// Scratch of one loop-path work item: Kᵀ and V of the keys it sees, scores, one row.
+// Scratch of one loop-path work item: Kᵀ and (from an F16 cache) V of the keys it sees, scores,
+// the F16 cache's keys as f32.
 struct LoopScratch {
-  std::vector<float> kt, v, s, row;
+  std::vector<float> kt, v, s, k_halves;
 };
 
 // The loop path: queries [t0, t1) of every head of KV head kh in batch b.
@@ -107,9 +110,8 @@ __attribute__((always_inline)) inline void forward_loops(const Views& w, const G
   m.kt.resize(size_t(Dh * ld));
   if (w.v.half) m.v.resize(size_t(ld * Dh));
   m.s.resize(size_t(ld));
-  m.row.resize(size_t(Dh));
   float* kt = m.kt.data();
-  transpose_head(w.k, g, b, kh, jlo, jhi, kt, ld, m.row.data());
+  transpose_head(w.k, g, b, kh, jlo, jhi, kt, ld, m.k_halves);
   // V: the f32 cache is read in place, rows Hkv·Dh apart; halves are converted once, [ld, Dh].
   const float* vb = w.v.half ? m.v.data() : w.v.row(g, b, kh, jlo, nullptr);
   const int64_t vstride = w.v.half ? Dh : g.Hkv * Dh;
