@@ -3,7 +3,9 @@
 //
 // Exact either way: every half is an f32, and a transpose moves values. F16C converts 8 halves
 // at a time and AVX2 transposes 8×8 blocks in registers when the CPU has them.
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
@@ -11,6 +13,7 @@
 namespace toy::kernels {
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
 __attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* x, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -46,17 +49,22 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* src, int64_t ss
   for (int64_t r = 0; r < rows; ++r)  // the edges
     for (int64_t c = r < r8 ? c8 : 0; c < cols; ++c) dst[c * ds + r] = src[r * ss + c];
 }
+#endif
 
 }  // namespace
 
 void transpose(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t cols) {
+#if defined(__x86_64__) || defined(__i386__)
   if (simd() == Simd::avx2) return transpose_avx2(src, src_stride, dst, dst_stride, rows, cols);
+#endif
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
 }
 
 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
   if (simd() == Simd::avx2) return f16_to_f32_f16c(x, y, n);
+#endif
   for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
 }
 
