@@ -567,15 +567,7 @@ void quantize(DType t, const float* src, void* dst, int64_t n) {
   }
 }
 
-bool can_quantize(DType t) {
-  switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K: case DType::Q5_K:
-    case DType::Q6_K: case DType::Q8_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every type toy reads it can also write (the K-quants included).
+bool can_quantize(DType t) { return dtype_supported(t); }
 
 }  // namespace toy
