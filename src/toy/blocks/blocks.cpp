@@ -2,13 +2,11 @@
 #include "toy/blocks/blocks.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "toy/tensor/quant.h"
-
 #include "toy/primitives/indexing.h"
+#include "toy/tensor/quant.h"
 
 namespace toy {
 

@@ -20,11 +20,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <vector>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

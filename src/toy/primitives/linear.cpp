@@ -10,9 +10,7 @@ namespace toy {
 namespace {
 // W as F32 (a view when it already is, else a dequantized copy; only backward needs this).
 Tensor as_f32(const Tensor& W) { return W.dtype() == DType::F32 ? W : W.clone(); }
-}  // namespace
 
-namespace {
 // The output of x·Wᵀ (+ b), checked and allocated: [..., out].
 Tensor linear_output(const Tensor& x, const Tensor& W, const Tensor& b) {
   auto [N, K] = W.dims<2>("linear: W");
