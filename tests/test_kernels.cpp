@@ -1,8 +1,9 @@
 // tests/test_kernels.cpp — fast kernels against the naive references, thread pool, determinism.
 //
-// Every matmul_wt path (each weight dtype, scalar and AVX2) and gemm (all transposes) is
-// compared with reference.h computed in double, on odd shapes. Results must be bit-identical
-// for 1, 2 and 3 threads, and row m of a matmul must not depend on how many rows come with it.
+// Every matmul_wt path (each weight dtype; scalar, AVX2 and AVX-512 VNNI) and gemm (all
+// transposes) is compared with reference.h computed in double, on odd shapes. Results must be
+// bit-identical for 1, 2 and 3 threads, row m of a matmul must not depend on how many rows come
+// with it, and the VNNI path must give the AVX2 path's bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,29 +43,37 @@ std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-// N rows of K weights of type t: quantized from N(0, 0.02) values where toy can quantize,
-// otherwise random bytes with sane half scales (every bit pattern of qs/scales is a valid block).
-std::vector<uint8_t> random_weights(DType t, int64_t N, int64_t K, uint32_t seed) {
+// N rows of K weights of type t as random bytes with sane half scales: every bit pattern of the
+// values and integer scales is a valid block, so this reaches the extremes (a Q8_0 weight −128, a
+// Q5_0 value 31, the largest K-quant scales) that quantized weights rarely or never contain.
+std::vector<uint8_t> random_blocks(DType t, int64_t N, int64_t K, uint32_t seed) {
   std::vector<uint8_t> w(static_cast<size_t>(N * row_bytes(t, K)));
-  if (can_quantize(t)) {
-    auto f = randn(size_t(N * K), seed, 0.02f);
-    quantize(t, f.data(), w.data(), N * K);
-    return w;
-  }
   std::mt19937 rng(seed);
   for (uint8_t& b : w) b = uint8_t(rng());
   std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
-  const int64_t blocks = N * K / QK_K;
+  const int64_t blocks = N * K / info(t).block_size;
   for (int64_t i = 0; i < blocks; ++i) {
     uint8_t* blk = w.data() + i * info(t).type_size;
     const uint16_t d = f32_to_fp16(scale(rng)), dmin = f32_to_fp16(scale(rng));
     if (t == DType::Q6_K) {
       std::memcpy(blk + offsetof(BlockQ6_K, d), &d, 2);
-    } else {  // Q4_K, Q5_K: d and dmin lead the block
+    } else if (t == DType::Q4_K || t == DType::Q5_K) {  // d and dmin lead the block
       std::memcpy(blk, &d, 2);
       std::memcpy(blk + 2, &dmin, 2);
+    } else {  // Q4_0, Q5_0, Q8_0: d leads the block
+      std::memcpy(blk, &d, 2);
     }
   }
+  return w;
+}
+
+// N rows of K weights of type t: quantized from N(0, 0.02) values where toy can quantize,
+// otherwise random blocks.
+std::vector<uint8_t> random_weights(DType t, int64_t N, int64_t K, uint32_t seed) {
+  if (!can_quantize(t)) return random_blocks(t, N, K, seed);
+  std::vector<uint8_t> w(static_cast<size_t>(N * row_bytes(t, K)));
+  auto f = randn(size_t(N * K), seed, 0.02f);
+  quantize(t, f.data(), w.data(), N * K);
   return w;
 }
 
@@ -96,10 +105,17 @@ const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0
 std::vector<Simd> paths() {
   std::vector<Simd> p = {Simd::scalar};
   if (cpu_has_avx2()) p.push_back(Simd::avx2);
+  if (cpu_has_avx512vnni()) p.push_back(Simd::avx512vnni);
   return p;
 }
 
-const char* path_name(Simd s) { return s == Simd::avx2 ? "avx2" : "scalar"; }
+const char* path_name(Simd s) {
+  switch (s) {
+    case Simd::avx512vnni: return "avx512vnni";
+    case Simd::avx2: return "avx2";
+    default: return "scalar";
+  }
+}
 
 }  // namespace
 
@@ -166,6 +182,12 @@ TEST(KernelThreads, SimdLevelNamesThePath) {
   } else {
     EXPECT_THROW(set_simd(Simd::avx2), std::invalid_argument);
   }
+  if (cpu_has_avx512vnni()) {
+    set_simd(Simd::avx512vnni);
+    EXPECT_EQ(simd_level(), "avx512vnni+avx2+fma+f16c");
+  } else {
+    EXPECT_THROW(set_simd(Simd::avx512vnni), std::invalid_argument);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,6 +252,30 @@ TEST(KernelMatmul, EveryDtypeAndPathMatchesTheReference) {
           }
         }
   }
+}
+
+TEST(KernelMatmul, VnniPathIsBitIdenticalToAvx2) {
+  if (!cpu_has_avx512vnni()) GTEST_SKIP() << "this CPU (or OS) lacks AVX512F/BW/VL/VNNI: no VNNI path to compare";
+  KernelState keep;
+  // Full tiles, partial ones and decode rows (M), column counts that leave 1-column tiles (N),
+  // one block and several; weights as random blocks (all byte values) and as quantized ones.
+  const DType types[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  for (DType t : types)
+    for (int64_t blocks : {1, 3, 6})
+      for (int64_t M : {1, 3, 4, 5, 17})
+        for (int64_t N : {1, 2, 3, 5, 13, 29})
+          for (bool quantized : {false, true}) {
+            const int64_t K = blocks * info(t).block_size;
+            const auto x = randn(size_t(M * K), uint32_t(M * 1000 + N * 10 + K));
+            const uint32_t seed = uint32_t(K + N);
+            const auto w = quantized ? random_weights(t, N, K, seed) : random_blocks(t, N, K, seed);
+            set_simd(Simd::avx2);
+            const auto want = run_matmul(x, w, t, M, N, K);
+            set_simd(Simd::avx512vnni);
+            const auto got = run_matmul(x, w, t, M, N, K);
+            ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+                << name(t) << (quantized ? " quantized" : " random blocks") << " M " << M << " N " << N << " K " << K;
+          }
 }
 
 TEST(KernelMatmul, ActivationRoundingIsSmall) {

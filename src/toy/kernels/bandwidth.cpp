@@ -87,7 +87,7 @@ double measure_read_bandwidth_gbs(int reps, long long bytes) {
     for (int64_t at = c0 * kChunk; at < c1 * kChunk; at += 4096) std::memcpy(buf + at, &at, sizeof at);
   });
 #if defined(__x86_64__) || defined(__i386__)
-  const bool avx2 = simd() == Simd::avx2;
+  const bool avx2 = simd() >= Simd::avx2;
 #endif
   std::atomic<uint64_t> sink{0};
   std::vector<double> gbs;

@@ -55,7 +55,7 @@ __attribute__((target("avx2"))) void transpose_avx2(const float* src, int64_t ss
 
 void transpose(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t cols) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (simd() == Simd::avx2) return transpose_avx2(src, src_stride, dst, dst_stride, rows, cols);
+  if (simd() >= Simd::avx2) return transpose_avx2(src, src_stride, dst, dst_stride, rows, cols);
 #endif
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
@@ -63,7 +63,7 @@ void transpose(const float* src, int64_t src_stride, float* dst, int64_t dst_str
 
 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (simd() == Simd::avx2) return f16_to_f32_f16c(x, y, n);
+  if (simd() >= Simd::avx2) return f16_to_f32_f16c(x, y, n);
 #endif
   for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
 }

@@ -2,19 +2,22 @@
 //
 // The library is compiled for baseline x86-64 (or any other CPU); the AVX2 kernels carry
 // `target("avx2,fma,f16c")` attributes and are only called when the CPU has all three
-// features. TOY_SIMD=scalar in the environment (read once, at first use) or set_simd()
-// forces the portable path, so tests can compare the two.
+// features, the AVX-512 VNNI ones (matmul_vnni.cpp) only when it also has AVX512F/BW/VL/VNNI
+// and the OS saves the AVX-512 registers. TOY_SIMD=scalar or TOY_SIMD=avx2 in the environment
+// (read once, at first use) or set_simd() caps the path, so tests can compare them.
 #pragma once
 
 #include <string>
 
 namespace toy::kernels {
 
-enum class Simd { scalar, avx2 };
+// Ordered: each path may use the instructions of the ones before it.
+enum class Simd { scalar, avx2, avx512vnni };
 
-bool cpu_has_avx2();      // AVX2, FMA and F16C all present
-Simd simd();              // the path kernels take now
-void set_simd(Simd s);    // throws std::invalid_argument for avx2 on a CPU without it
-std::string simd_level(); // "avx2+fma+f16c" or "scalar"
+bool cpu_has_avx2();        // AVX2, FMA and F16C all present
+bool cpu_has_avx512vnni();  // AVX2 as above, AVX512F/BW/VL/VNNI, and the OS saves their registers
+Simd simd();                // the path kernels take now
+void set_simd(Simd s);      // throws std::invalid_argument for a path the CPU lacks
+std::string simd_level();   // "avx512vnni+avx2+fma+f16c", "avx2+fma+f16c" or "scalar"
 
 }  // namespace toy::kernels

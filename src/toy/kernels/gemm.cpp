@@ -143,7 +143,7 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, con
     return;
   }
 #if defined(__x86_64__) || defined(__i386__)
-  const MicroKernel micro = simd() == Simd::avx2 ? micro_avx2 : micro_scalar;
+  const MicroKernel micro = simd() >= Simd::avx2 ? micro_avx2 : micro_scalar;
 #else
   const MicroKernel micro = micro_scalar;
 #endif

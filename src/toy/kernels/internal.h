@@ -2,7 +2,8 @@
 //
 // matmul_wt runs in two steps: the activations x are converted once to
 // activation_dtype(wt) (matmul.cpp), then a column kernel computes y[:, n0:n1) from the
-// weight rows n0..n1 (scalar kernels in matmul.cpp, AVX2 ones in matmul_avx2.cpp).
+// weight rows n0..n1 (scalar kernels in matmul.cpp, AVX2 ones in matmul_avx2.cpp, AVX-512 VNNI
+// ones in matmul_vnni.cpp).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,9 @@ using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, 
 // AVX2 column kernel for weights of type wt (null for types without one). The F32 kernel also
 // serves the types that are dequantized to f32 row by row.
 ColumnKernel avx2_column_kernel(DType wt);
+// AVX-512 VNNI column kernel for the quantized types (null for the others, which take the AVX2
+// kernel); its results are bit-identical to the AVX2 kernel's.
+ColumnKernel vnni_column_kernel(DType wt);
 // out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
 void avx2_round_to_f16(const float* x, float* out, int64_t n);
 // x[0, K) as Q8_0 activations: the values to q, block b's scale to d[b·d_stride]; the same

@@ -10,7 +10,8 @@
 // The N output columns are split over threads; each element is computed by one thread in an
 // order fixed by its kernel (below and in matmul_avx2.cpp), so results do not depend on the
 // thread count. The scalar and AVX2 kernels sum in different orders (f32 results differ in the
-// last bits), and both are checked against reference.cpp.
+// last bits), and both are checked against reference.cpp; the AVX-512 VNNI kernels
+// (matmul_vnni.cpp) give the bits of the AVX2 ones.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -284,6 +285,14 @@ ColumnKernel scalar_column_kernel(DType wt) {
   }
 }
 
+// The kernel of the SIMD path for weights of type wt: the VNNI kernels exist for the quantized
+// types only (the others take the AVX2 ones), and give the same bits as the AVX2 kernels.
+ColumnKernel column_kernel(Simd path, DType wt) {
+  if (path == Simd::avx512vnni)
+    if (ColumnKernel k = detail::vnni_column_kernel(wt)) return k;
+  return path >= Simd::avx2 ? detail::avx2_column_kernel(wt) : scalar_column_kernel(wt);
+}
+
 // Types without a kernel of their own: dequantize a few weight rows to f32 and run the f32
 // kernel on them (x is f32 for these types).
 void dequantizing_columns(ColumnKernel f32, DType wt, const Act& a, const uint8_t* w, int64_t w_stride, float* y,
@@ -309,8 +318,9 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
                                   std::string(ti.name) + " block size " + std::to_string(ti.block_size));
   }
   if (M == 0) return;
-  const bool avx2 = simd() == Simd::avx2;
-  ColumnKernel f32 = avx2 ? detail::avx2_column_kernel(DType::F32) : scalar_column_kernel(DType::F32);
+  const Simd path = simd();
+  const bool avx2 = path >= Simd::avx2;
+  ColumnKernel f32 = column_kernel(path, DType::F32);
 
   // x converted once per activation format the weights ask for (rarely more than one).
   struct Converted {
@@ -342,7 +352,7 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
   for (const Product& p : products) {
     if (p.N == 0) continue;
     const Act& act = activations(activation_dtype(p.wt));
-    ColumnKernel kernel = avx2 ? detail::avx2_column_kernel(p.wt) : scalar_column_kernel(p.wt);
+    ColumnKernel kernel = column_kernel(path, p.wt);
     int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, M * K));
     if (M < 4) grain = std::max(grain, (p.N + 2 * num_threads() - 1) / (2 * num_threads()));
     grain = (grain + 11) / 12 * 12;

@@ -164,7 +164,7 @@ __attribute__((target("avx2"))) void forward_loops_avx2(const Views& w, const Ge
 
 bool use_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  return kernels::simd() == kernels::Simd::avx2;
+  return kernels::simd() >= kernels::Simd::avx2;
 #else
   return false;
 #endif
