@@ -35,7 +35,9 @@ namespace {
 // The integer dot products of matmul_tiles.inc with AVX2: maddubs multiplies unsigned by
 // signed bytes and adds adjacent products to int16 (saturating, so the operands must keep a
 // pair's sum within ±32767); madd adds adjacent pairs of int16 products to int32.
-struct Dot {
+struct Isa {
+  // 4 rows × 2 columns: 8 accumulators, 2 + 2 weight registers, x and constants fill the 16.
+  static constexpr int kQ8Columns = 2;
   struct Row {
     __m256i x;
     __m256i offset_pairs;  // Q4_0/Q5_0: kOffset·(x[2i] + x[2i+1]) in int16 lane i

@@ -28,7 +28,10 @@ namespace {
 // Q8_0, so Σ w·x = Σ u·x − off·Σ x with off = kOffset or 128. The second sum belongs to the row
 // of x alone: computed once per block of a row, it is the accumulator dpbusd starts from for
 // every weight row of the tile.
-struct Dot {
+struct Isa {
+  // 4 rows × 4 columns: 16 accumulators and 4 + 4 weight registers fit the 32 of AVX-512, and
+  // each row of x serves 4 weight rows (prompts ~10% faster than 4 × 2 on a Zen 4).
+  static constexpr int kQ8Columns = 4;
   struct Row {
     __m256i x;
     __m256i minus_offset_sums;  // −off·(x[4l] + … + x[4l+3]) in int32 lane l
