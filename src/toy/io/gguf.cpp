@@ -260,6 +260,10 @@ std::shared_ptr<GgufFile> GgufFile::open(const std::string& path) {
       ::close(fd);
       throw GgufError(path + ": cannot map: " + errno_text());
     }
+    // Weights stream through the TLB once per token: where the kernel can back the mapping with
+    // 2 MiB pages (a file read into the page cache after this call), it reads faster. Advice
+    // only: nothing changes where it cannot.
+    madvise(m, f->size_, MADV_HUGEPAGE);
     f->map_ = m;
     f->base_ = static_cast<const uint8_t*>(m);
   }

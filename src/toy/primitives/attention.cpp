@@ -289,8 +289,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   const bool saving = needs_grad({&q, &k, &v});
   if (saving && half) throw ShapeError("attention: no gradient through F16 keys and values (a KV cache)");
   Tensor out = Tensor::empty(q.shape());
-  Tensor P = saving ? Tensor::empty({B, H, T, S}) : Tensor();        // probabilities (0 where masked), for backward
-  Tensor capped = saving && o.softcap > 0 ? Tensor::empty({B, H, T, S}) : Tensor();
+  Tensor P = saving ? Tensor::zeros({B, H, T, S}) : Tensor();        // probabilities (0 where masked), for backward
+  Tensor capped = saving && o.softcap > 0 ? Tensor::zeros({B, H, T, S}) : Tensor();
   const Views w{.q = q.data(), .k = {k.raw(), half}, .v = {v.raw(), half}, .out = out.data_mut(),
                 .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr, .dout = nullptr};
   if (T >= kGemmMinT) {
@@ -322,7 +322,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 
   if (saving)
     record(out, "attention", {q, k, v}, [q, k, v, P, capped, g, o](const Tensor& dout) {
-      Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
+      Tensor dq = Tensor::zeros(q.shape()), dk = Tensor::zeros(k.shape()), dv = Tensor::zeros(v.shape());
       const Views w{.q = q.data(), .k = {k.data(), false}, .v = {v.data(), false}, .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
                     .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr, .dout = dout.data()};
       const int64_t B = g.B, H = g.H, Hkv = g.Hkv, S = g.S, Dh = g.Dh, group = H / Hkv;

@@ -28,7 +28,7 @@ Tensor slab(const Tensor& x, int64_t i) {
   if (!x.name().empty()) y.set_name(x.name() + "[" + str(i) + "]");
   if (needs_grad({&x}))
     record(y, "slab", {x}, [shape = x.shape(), i](const Tensor& dy) {
-      Tensor dx = Tensor::empty(shape);
+      Tensor dx = Tensor::zeros(shape);
       std::memcpy(dx.data_mut() + i * dy.numel(), dy.data(), dy.nbytes());
       return std::vector<Tensor>{dx};
     });
@@ -46,7 +46,7 @@ Tensor narrow(const Tensor& x, int64_t begin, int64_t n) {
   for (int64_t r = 0; r < R; ++r) std::memcpy(y.data_mut() + r * n, x.data() + r * C + begin, size_t(n) * sizeof(float));
   if (needs_grad({&x}))
     record(y, "narrow", {x}, [shape = x.shape(), begin, n, R, C](const Tensor& dy) {
-      Tensor dx = Tensor::empty(shape);
+      Tensor dx = Tensor::zeros(shape);
       for (int64_t r = 0; r < R; ++r) std::memcpy(dx.data_mut() + r * C + begin, dy.data() + r * n, size_t(n) * sizeof(float));
       return std::vector<Tensor>{dx};
     });
@@ -61,7 +61,7 @@ Tensor gather_rows(const Tensor& x, const Tensor& rows) {
   for (int64_t m = 0; m < M; ++m) std::memcpy(y.data_mut() + m * D, x.data() + rows.ids()[m] * D, size_t(D) * sizeof(float));
   if (needs_grad({&x}))
     record(y, "gather_rows", {x}, [shape = x.shape(), rows, M, D](const Tensor& dy) {
-      Tensor dx = Tensor::empty(shape);
+      Tensor dx = Tensor::zeros(shape);
       for (int64_t m = 0; m < M; ++m)
         for (int64_t d = 0; d < D; ++d) dx.data_mut()[rows.ids()[m] * D + d] += dy.data()[m * D + d];
       return std::vector<Tensor>{dx};

@@ -71,7 +71,7 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
         kernels::gemm(true, false, N, K, M, dy.data(), x.data(), g[1].data_mut(), false);
       }
       if (b.defined() && b.requires_grad()) {  // db[N] = Σ_m dy[m, N]
-        g[2] = Tensor::empty(b.shape());
+        g[2] = Tensor::zeros(b.shape());
         float* pb = g[2].data_mut();
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) pb[n] += dy.data()[m * N + n];
@@ -95,7 +95,7 @@ Tensor embedding(const Tensor& W, const Tensor& ids) {
   }
   if (needs_grad({&W}))
     record(y, "embedding", {W}, [W, ids, D](const Tensor& dy) {  // dW[id] += dy row (scatter-add)
-      Tensor dW = Tensor::empty(W.shape());
+      Tensor dW = Tensor::zeros(W.shape());
       float* pw = dW.data_mut();
       for (int64_t i = 0, n = ids.numel(); i < n; ++i)
         for (int64_t d = 0; d < D; ++d) pw[ids.ids()[i] * D + d] += dy.data()[i * D + d];

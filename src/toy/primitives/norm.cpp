@@ -31,7 +31,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   });
   if (needs_grad({&x, &w}))
     record(y, "rms_norm", {x, w}, [x, w, rstd, R, D](const Tensor& dy) {
-      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape());
+      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::zeros(w.shape());
       const float *px = x.data(), *pw = w.data(), *pd = dy.data(), *pr = rstd.data();
       float *pdx = dx.data_mut(), *pdw = dw.data_mut();
       // Rows in fixed blocks, one partial dw per block, added in block order: the same bits
@@ -91,7 +91,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
   });
   if (needs_grad({&x, &w, &b}))
     record(y, "layer_norm", {x, w, b}, [x, w, b, xhat, rstd, R, D](const Tensor& dy) {
-      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape()), db = Tensor::empty(b.shape());
+      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::zeros(w.shape()), db = Tensor::zeros(b.shape());
       const float *pw = w.data(), *pd = dy.data(), *ph = xhat.data(), *pr = rstd.data();
       float *pdx = dx.data_mut(), *pdw = dw.data_mut(), *pdb = db.data_mut();
       for (int64_t r = 0; r < R; ++r) {

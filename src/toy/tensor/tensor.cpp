@@ -22,12 +22,17 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, bool zero) {
   auto s = std::make_shared<Storage>();
-  const size_t rounded = (bytes + 63) / 64 * 64 + 64;
-  void* p = std::aligned_alloc(64, rounded);
+  const size_t rounded = (bytes + 63) / 64 * 64 + 64;  // the tail: room for kernels' vector over-reads
+  auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, rounded));
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
+#ifdef TOY_POISON_EMPTY
+  std::memset(p, zero ? 0 : 0xff, bytes);
+#else
+  if (zero) std::memset(p, 0, bytes);
+#endif
+  std::memset(p + bytes, 0, rounded - bytes);  // over-read bytes are zeros, never NaN
   s->data = p;
   s->bytes = bytes;
   s->keepalive = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
@@ -45,7 +50,8 @@ std::shared_ptr<Storage> Storage::borrow(const void* data, size_t bytes, std::sh
 
 // --- construction ---------------------------------------------------------------------
 
-Tensor Tensor::empty(Shape shape, DType dtype) {
+namespace {
+Tensor allocated(Shape shape, DType dtype, bool zero) {
   for (int64_t d : shape)
     if (d < 0) throw ShapeError("empty: negative dimension in " + to_string(shape));
   auto impl = std::make_shared<TensorImpl>();
@@ -53,9 +59,13 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
   impl->dtype = dtype;
   const DTypeInfo& i = info(dtype);
   const int64_t n = toy::numel(impl->shape);
-  impl->storage = Storage::allocate(size_t((n + i.block_size - 1) / i.block_size * i.type_size));
+  impl->storage = Storage::allocate(size_t((n + i.block_size - 1) / i.block_size * i.type_size), zero);
   return Tensor(impl);
 }
+}  // namespace
+
+Tensor Tensor::empty(Shape shape, DType dtype) { return allocated(std::move(shape), dtype, false); }
+Tensor Tensor::zeros(Shape shape, DType dtype) { return allocated(std::move(shape), dtype, true); }
 
 Tensor Tensor::full(Shape shape, float value) {
   Tensor t = empty(std::move(shape));

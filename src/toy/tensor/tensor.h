@@ -40,7 +40,8 @@ struct Storage {
   size_t bytes = 0;
   bool writable = true;
   std::shared_ptr<void> keepalive;
-  static std::shared_ptr<Storage> allocate(size_t bytes);  // zero-filled
+  // `bytes` owned bytes, zero-filled when `zero`, else left as they come (see Tensor::empty).
+  static std::shared_ptr<Storage> allocate(size_t bytes, bool zero);
   static std::shared_ptr<Storage> borrow(const void* data, size_t bytes, std::shared_ptr<void> keepalive);
 };
 
@@ -64,8 +65,11 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // --- construction ---
-  static Tensor empty(Shape shape, DType dtype = DType::F32);  // zero-filled, owned
-  static Tensor zeros(Shape shape) { return empty(std::move(shape)); }
+  // Owned tensors. `empty` leaves the contents unspecified, for outputs that are written in
+  // full (builds with TOY_POISON_EMPTY, the sanitizer build, fill them with 0xFF bytes: NaN,
+  // so a read before the write shows up in the tests); `zeros` fills them with zeros.
+  static Tensor empty(Shape shape, DType dtype = DType::F32);
+  static Tensor zeros(Shape shape, DType dtype = DType::F32);
   static Tensor full(Shape shape, float value);
   static Tensor from(Shape shape, std::span<const float> values);
   static Tensor from_ids(Shape shape, std::span<const int32_t> ids);  // I32 tensor
