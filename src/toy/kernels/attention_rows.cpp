@@ -174,6 +174,13 @@ bool avx2_for(int64_t d) { return simd() == Simd::avx2 && d % 8 == 0; }
 
 }  // namespace
 
+void prefetch_rows(const void* x, DType kv, int64_t stride, int64_t n, int64_t d) {
+  const int64_t size = kv == DType::F16 ? 2 : 4;
+  const auto* p = static_cast<const char*>(x);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t b = 0; b < d * size; b += 64) __builtin_prefetch(p + j * stride * size + b, 0, 2);
+}
+
 void scores(const float* q, const void* k, DType kv, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
   const bool half = kv == DType::F16;
   const auto* kf = static_cast<const float*>(k);

@@ -63,6 +63,9 @@ struct SoftmaxTerms {
   float max, sum;
 };
 SoftmaxTerms softmax_terms(float* x, int64_t n);
+// Asks the caches for n such rows (into L2) ahead of their use: all their lines at once, where the
+// kernels above would wait for them a few at a time.
+void prefetch_rows(const void* x, DType kv, int64_t stride, int64_t n, int64_t d);
 // o[e] = Σ_j p[j] · v_j[e] for e < d, summed in order of j.
 void weighted_sum(const float* p, const void* v, DType kv, int64_t stride, int64_t n, int64_t d, float* o);
 
