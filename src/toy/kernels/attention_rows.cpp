@@ -4,21 +4,23 @@
 // Keys and values are read in place (rows `stride` elements apart, f32 or IEEE halves widened
 // with F16C on the fly), so nothing is copied or transposed. Every output has a fixed order of
 // additions that depends on neither the thread count nor where a row falls in a block:
-//   scores    AVX2: 8 keys at a time, one accumulator per key with lane l summing the terms
-//             d ≡ l (mod 8) by FMA, then the lanes of the 8 accumulators reduced together
-//             ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)), 8 scores in one vector. A last block of fewer
-//             than 8 keys repeats its last key in the empty slots, so it runs the same code.
+//   scores         AVX2: 8 keys at a time, one accumulator per key with lane l summing the terms
+//                  d ≡ l (mod 8) by FMA, then the lanes of the 8 accumulators reduced together
+//                  ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)), 8 scores in one vector. A last block of
+//                  fewer than 8 keys repeats its last key in the empty slots: the same code.
 //   softmax_terms  AVX2: the max over 8 lanes, exp as below, 8 lanes of partial sums (the tail
-//             padded with −inf, whose exp is 0), reduced in a fixed tree.
-//   weighted  o[e] = Σ_j p_j v_j[e] in order of j, one FMA chain per element, 8 vectors of o
-//             (64 columns) in registers while the rows stream past.
+//                  padded with −inf, whose exp is 0), reduced in a fixed tree.
+//   weighted_sum   o[e] = Σ_j p_j v_j[e] in order of j, one FMA chain per element, 8 vectors of
+//                  o (64 columns) in registers while the rows stream past.
 // The AVX2 path needs d a multiple of 8 (every model's head size); other d take the portable
 // loops, which sum in plain order without FMA and call std::exp — the same math, other roundings.
+// prefetch_rows asks for rows ahead of these kernels (attention's KV cache comes from DRAM).
 //
 // exp on AVX2: exp(x) = 2ⁿ·exp(r) with n = round(x·log₂e) and r = x − n·ln 2, ln 2 split in two
 // (Cody–Waite: n·ln2_hi is exact) so that r is accurate; exp(r) for |r| ≤ ln2/2 is Cephes'
-// expf polynomial 1 + r + r²·P(r), P of degree 5, ~1 ulp. exp(0) = 1 exactly; x < −87.33 (below
-// the smallest normal result, −inf included) gives 0, x > 88 gives +inf, NaN stays NaN.
+// expf polynomial 1 + r + r²·P(r), P of degree 5 (< 1 ulp measured over [−87, 0]).
+// exp(0) = 1 exactly; x < −87.33 (below the smallest normal result, −inf included) gives 0,
+// x > 88 gives +inf, NaN stays NaN.
 #include <algorithm>
 #include <cmath>
 
@@ -102,7 +104,7 @@ TOY_AVX2 inline __m256 exp8(__m256 x) {
 template <typename T>
 TOY_AVX2 void scores_avx2(const float* q, const T* k, int64_t stride, int64_t n, int64_t d, float scale, float* s) {
   for (int64_t j = 0; j < n; j += 8) {
-    const T* key[8];
+    const T* key[8];  // past n: the last key again (scored, not stored)
     for (int i = 0; i < 8; ++i) key[i] = k + std::min(j + i, n - 1) * stride;
     __m256 acc[8];
     for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();

@@ -57,8 +57,8 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 // s[j] = scale · (q · k_j) for j < n.
 void scores(const float* q, const void* k, DType kv, int64_t stride, int64_t n, int64_t d, float scale, float* s);
 // The terms of a softmax over x[0, n), n ≥ 1, in place: max = max x, x[i] ← exp(x[i] − max);
-// returns max and sum = Σ x[i]. Vectorized exp to ~1 ulp: exp(0) = 1 and exp(−inf) = 0 exactly,
-// results below the smallest normal f32 are 0.
+// returns max and sum = Σ x[i]. Vectorized exp within 1 ulp: exp(0) = 1 and exp(−inf) = 0
+// exactly, results below the smallest normal f32 are 0.
 struct SoftmaxTerms {
   float max, sum;
 };
