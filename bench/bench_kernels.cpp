@@ -3,11 +3,12 @@
 // Prints: the machine's memory read bandwidth (the ceiling for decode), the cost of an empty
 // parallel_for, matmul_wt for every weight dtype at the model's projection shapes for M = 1
 // (decode: GB/s of weights streamed from memory, GFLOP/s) and M = 128 (prompt: GFLOP/s), and
-// gemm GFLOP/s. For M = 1 the weights are cycled through enough copies (> 64 MiB) that they
+// gemm GFLOP/s, and attention for one decoded token at a few context lengths. For M = 1 the weights are cycled through enough copies (> 64 MiB) that they
 // come from DRAM, not from the 32 MiB L3, as in a real decode step.
 //
-// Usage: bench_kernels [--quick] [--cpu-time]   (TOY_SIMD=scalar for the portable path)
+// Usage: bench_kernels [--quick] [--cpu-time] [--attention]   (TOY_SIMD=scalar for the portable path)
 //   --quick     shorter measurements, small shapes only
+//   --attention only the attention table
 //   --cpu-time  one thread, timed by the thread's CPU time instead of the wall clock: for a
 //               machine busy with other work (memory-bound figures then still include the
 //               time the thread waits for memory, but not the time it waits for a core)
@@ -25,6 +26,7 @@
 #include "toy/kernels/bandwidth.h"
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/primitives.h"
 #include "toy/tensor/quant.h"
 
 using namespace toy;
@@ -184,10 +186,49 @@ void bench_gemm() {
   }
 }
 
+
+// One decode step's attention in one layer of SmolLM2-135M (9 query heads over 3 KV heads of 64),
+// over 30 layers' KV caches in turn so that they come from L3 or DRAM, as in a real decode step.
+void bench_attention() {
+  constexpr int64_t H = 9, Hkv = 3, Dh = 64, kLayers = 30;
+  std::printf("\nattention, decode (T = 1, %lld query heads over %lld KV heads of %lld; us per layer)\n", (long long)H,
+              (long long)Hkv, (long long)Dh);
+  std::printf("%-6s %6s | %8s %8s\n", "cache", "S", "1t", "2t");
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> qv(size_t(H * Dh));
+  for (float& x : qv) x = dist(rng);
+  const Tensor q = Tensor::from({1, 1, H, Dh}, qv);
+  for (DType t : {DType::F32, DType::F16})
+    for (int64_t S : {128, 512, 2048}) {
+      std::vector<Tensor> k, v;
+      for (int64_t l = 0; l < kLayers; ++l)
+        for (auto* kv : {&k, &v}) {
+          Tensor x = Tensor::empty({1, S, Hkv, Dh}, t);
+          for (int64_t i = 0; i < x.numel(); ++i) {
+            const float f = dist(rng);
+            if (t == DType::F16) static_cast<uint16_t*>(x.raw_mut())[i] = f32_to_fp16(f);
+            else x.data_mut()[i] = f;
+          }
+          kv->push_back(x);
+        }
+      double us[2] = {NAN, NAN};
+      for (int threads : g_threads) {
+        set_num_threads(threads);
+        size_t l = 0;
+        us[threads - 1] = 1e6 * time_per_call([&] {
+          attention(q, k[l], v[l], {.scale = 0.125f});
+          l = (l + 1) % k.size();
+        });
+      }
+      std::printf("%-6s %6lld | %s %s\n", std::string(name(t)).c_str(), (long long)S, cell(us[0], 8).c_str(), cell(us[1], 8).c_str());
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, attention_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -195,18 +236,23 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--cpu-time") == 0) {
       g_cpu_time = true;
       g_threads = {1};
+    } else if (std::strcmp(argv[i], "--attention") == 0) {
+      attention_only = true;
     } else {
-      std::fprintf(stderr, "usage: bench_kernels [--quick] [--cpu-time]\n");
+      std::fprintf(stderr, "usage: bench_kernels [--quick] [--cpu-time] [--attention]\n");
       return 2;
     }
   }
   const int threads = num_threads();
   std::printf("toy kernels: simd %s, %d threads by default%s\n", simd_level().c_str(), threads,
               g_cpu_time ? "; timed by thread CPU time, 1 thread" : "");
-  bench_bandwidth();
-  bench_parallel_for_overhead();
-  bench_matmul(quick);
-  bench_gemm();
+  if (!attention_only) {
+    bench_bandwidth();
+    bench_parallel_for_overhead();
+    bench_matmul(quick);
+    bench_gemm();
+  }
+  bench_attention();
   set_num_threads(threads);
   if (g_worst_share < 0.9)
     std::printf("\nwarning: the machine was busy: at worst the benchmark's threads got %.0f%% of their cores' time\n",

@@ -276,6 +276,22 @@ struct AttentionSoftcap {
   static Tolerance tolerance() { return {.h = 5e-3}; }
 };
 
+// Decoding-sized inputs (T < 8) run as loops over chunks of 64 keys whose partial softmaxes are
+// combined: 70 keys make two chunks; d_head 8 takes the AVX2 kernels. With a window of 8 the
+// queries start inside the first chunk; the cap bends the scores.
+struct AttentionDecodeChunks {
+  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 2, 2, 8}), r.normal({1, 70, 1, 8}), r.normal({1, 70, 1, 8})}; }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.35f}); }
+};
+
+struct AttentionDecodeWindowSoftcap {
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 3, 2, 8}, 0.0f, 2.0f), r.normal({1, 70, 1, 8}, 0.0f, 2.0f), r.normal({1, 70, 1, 8})};
+  }
+  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.35f, .softcap = 2.0f, .window = 8}); }
+  static Tolerance tolerance() { return {.h = 5e-3}; }
+};
+
 // From 8 queries on, attention runs as blocked gemm products (32 queries a block): two blocks,
 // keys before the queries (S > T), then a window with a soft-cap inside one block.
 struct AttentionBlocks {
@@ -375,6 +391,8 @@ TEST(GradCheck, AttentionGqa) { check_op<AttentionGqa>(); }
 TEST(GradCheck, AttentionCachedPrefix) { check_op<AttentionCachedPrefix>(); }
 TEST(GradCheck, AttentionWindow) { check_op<AttentionWindow>(); }
 TEST(GradCheck, AttentionSoftcap) { check_op<AttentionSoftcap>(); }
+TEST(GradCheck, AttentionDecodeChunks) { check_op<AttentionDecodeChunks>(); }
+TEST(GradCheck, AttentionDecodeWindowSoftcap) { check_op<AttentionDecodeWindowSoftcap>(); }
 TEST(GradCheck, AttentionBlocks) { check_op<AttentionBlocks>(); }
 TEST(GradCheck, AttentionBlocksWindowSoftcap) { check_op<AttentionBlocksWindowSoftcap>(); }
 TEST(GradCheck, CrossEntropy) { check_op<CrossEntropy>(); }

@@ -1,9 +1,9 @@
 // tests/test_kernels.cpp — fast kernels against the naive references, thread pool, determinism.
 //
-// Every matmul_wt path (each weight dtype; scalar, AVX2 and AVX-512 VNNI) and gemm (all
-// transposes) is compared with reference.h computed in double, on odd shapes. Results must be
-// bit-identical for 1, 2 and 3 threads, row m of a matmul must not depend on how many rows come
-// with it, and the VNNI path must give the AVX2 path's bits.
+// Every matmul_wt path (each weight dtype; scalar, AVX2 and AVX-512 VNNI), gemm (all transposes)
+// and attention's decode kernels are compared with references computed in double, on odd shapes.
+// Results must be bit-identical for 1, 2 and 3 threads, row m of a matmul must not depend on how
+// many rows come with it, and the VNNI path must give the AVX2 path's bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -358,19 +358,80 @@ TEST(KernelMatmul, ManyProductsEqualOneCallEach) {
   }
 }
 
-TEST(KernelTranspose, EveryShapeAndPath) {
+// Attention's decode kernels read rows `stride` apart (f32 or halves, widened exactly) and must
+// match a double-precision reference to f32 rounding; a score must not depend on how many keys
+// come with it (the last block of fewer than 8 keys repeats a key in the AVX2 path).
+TEST(KernelAttentionRows, ScoresAndWeightedSumsMatchTheReference) {
   KernelState keep;
   for (Simd s : paths()) {
     set_simd(s);
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {8, 8}, {13, 64}, {64, 13}, {300, 64}, {7, 9}}) {
-      const int64_t ss = cols + 5, ds = rows + 3;  // strided rows on both sides
-      const auto src = randn(size_t(rows * ss), uint32_t(rows * 100 + cols));
-      std::vector<float> dst(size_t(cols * ds), -7.0f);
-      transpose(src.data(), ss, dst.data(), ds, rows, cols);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(dst[size_t(c * ds + r)], src[size_t(r * ss + c)]) << path_name(s);
-      for (int64_t c = 0; c < cols; ++c)  // the padding between dst rows is untouched
-        for (int64_t r = rows; r < ds; ++r) ASSERT_EQ(dst[size_t(c * ds + r)], -7.0f) << path_name(s);
+    for (DType kv : {DType::F32, DType::F16})
+      for (int64_t d : {4, 8, 64, 80})
+        for (int64_t n : {1, 7, 8, 9, 64}) {
+          SCOPED_TRACE(std::string(path_name(s)) + " " + std::string(name(kv)) + " d " + std::to_string(d) + " n " + std::to_string(n));
+          const int64_t stride = 3 * d;  // the rows of one KV head among three
+          const auto q = randn(size_t(d), 1), p = randn(size_t(n), 2);
+          auto rows = randn(size_t(n * stride), 3);
+          std::vector<uint16_t> halves(rows.size());
+          for (size_t i = 0; i < rows.size(); ++i) {
+            halves[i] = f32_to_fp16(rows[i]);
+            if (kv == DType::F16) rows[i] = fp16_to_f32(halves[i]);  // the values the kernels see
+          }
+          const void* r = kv == DType::F16 ? static_cast<const void*>(halves.data()) : rows.data();
+          std::vector<float> sc(static_cast<size_t>(n)), o(static_cast<size_t>(d));
+          scores(q.data(), r, kv, stride, n, d, 0.125f, sc.data());
+          weighted_sum(p.data(), r, kv, stride, n, d, o.data());
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 0, mag = 0;
+            for (int64_t e = 0; e < d; ++e) {
+              const double t = double(q[size_t(e)]) * rows[size_t(j * stride + e)];
+              want += t, mag += std::fabs(t);
+            }
+            EXPECT_NEAR(sc[size_t(j)], 0.125 * want, 4e-7 * std::sqrt(double(d)) * 0.125 * mag + 1e-30) << "key " << j;
+          }
+          for (int64_t e = 0; e < d; ++e) {
+            double want = 0, mag = 0;
+            for (int64_t j = 0; j < n; ++j) {
+              const double t = double(p[size_t(j)]) * rows[size_t(j * stride + e)];
+              want += t, mag += std::fabs(t);
+            }
+            EXPECT_NEAR(o[size_t(e)], want, 4e-7 * std::sqrt(double(n)) * mag + 1e-30) << "column " << e;
+          }
+          std::vector<float> first(static_cast<size_t>(n));  // the first keys alone: the same bits
+          scores(q.data(), r, kv, stride, (n + 1) / 2, d, 0.125f, first.data());
+          for (int64_t j = 0; j < (n + 1) / 2; ++j) ASSERT_EQ(first[size_t(j)], sc[size_t(j)]) << "key " << j;
+        }
+  }
+}
+
+// softmax_terms: the max, exp(x − max) to ≤ 2 ulp over the whole range of normal results, exactly
+// 1 at the max and 0 for −inf and huge negative inputs, and the sum.
+TEST(KernelAttentionRows, SoftmaxTermsExpIsAccurate) {
+  KernelState keep;
+  for (Simd s : paths()) {
+    set_simd(s);
+    std::vector<float> x;
+    for (int i = 0; i <= 20000; ++i) x.push_back(-87.0f * float(i) / 20000);  // exp(x − 0) over [e^−87, 1]
+    x.push_back(-INFINITY);
+    x.push_back(-1e30f);
+    std::mt19937 rng(5);
+    std::shuffle(x.begin(), x.end(), rng);
+    for (int64_t n : {int64_t(x.size()), int64_t(1), int64_t(13)}) {
+      std::vector<float> y(x.begin(), x.begin() + n);
+      if (n > 1) y[size_t(n / 2)] = 0.0f;  // the max
+      const std::vector<float> in = y;
+      const SoftmaxTerms t = softmax_terms(y.data(), n);
+      EXPECT_EQ(t.max, *std::max_element(in.begin(), in.end())) << path_name(s);
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = std::exp(double(in[size_t(i)]) - t.max);
+        sum += y[size_t(i)];
+        if (in[size_t(i)] == t.max) ASSERT_EQ(y[size_t(i)], 1.0f) << path_name(s);
+        if (in[size_t(i)] < -1e29f) ASSERT_EQ(y[size_t(i)], 0.0f) << path_name(s) << " exp(" << in[size_t(i)] << ")";
+        const double ulp = std::ldexp(1.0, std::ilogb(std::max(want, 1e-37)) - 23);
+        ASSERT_LE(std::fabs(y[size_t(i)] - want), 2 * ulp) << path_name(s) << " exp(" << in[size_t(i)] << ")";
+      }
+      EXPECT_NEAR(t.sum, sum, 6e-8 * double(n) * sum) << path_name(s);  // f32 summation: (n − 1)·u·Σ y at worst
     }
   }
 }

@@ -50,7 +50,23 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t beg
 
 // y[i] = the IEEE half x[i] as f32 (exact; F16C when the CPU has it).
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
-// dst[c·dst_stride + r] = src[r·src_stride + c] for r < rows, c < cols (f32, exact).
-void transpose(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t cols);
+
+// Attention's decode loop: one query against n keys or values, rows of d values of type kv
+// (F32 or F16) `stride` elements apart, read in place. Each result is summed in an order fixed
+// by the kernel (attention_rows.cpp); s[j] does not depend on n or on the other rows.
+// s[j] = scale · (q · k_j) for j < n.
+void scores(const float* q, const void* k, DType kv, int64_t stride, int64_t n, int64_t d, float scale, float* s);
+// The terms of a softmax over x[0, n), n ≥ 1, in place: max = max x, x[i] ← exp(x[i] − max);
+// returns max and sum = Σ x[i]. Vectorized exp within 1 ulp: exp(0) = 1 and exp(−inf) = 0
+// exactly, results below the smallest normal f32 are 0.
+struct SoftmaxTerms {
+  float max, sum;
+};
+SoftmaxTerms softmax_terms(float* x, int64_t n);
+// Asks the caches for n such rows (into L2) ahead of their use: all their lines at once, where the
+// kernels above would wait for them a few at a time.
+void prefetch_rows(const void* x, DType kv, int64_t stride, int64_t n, int64_t d);
+// o[e] = Σ_j p[j] · v_j[e] for e < d, summed in order of j.
+void weighted_sum(const float* p, const void* v, DType kv, int64_t stride, int64_t n, int64_t d, float* o);
 
 }  // namespace toy::kernels

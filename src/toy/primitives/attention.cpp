@@ -16,18 +16,23 @@
 // group's heads are summed in head order. Every product runs inside one work item (nested
 // parallel_for calls run on the calling thread), and partial sums are added in a fixed order,
 // so the results do not depend on the thread count.
-// Short inputs (decoding, T < kGemmMinT) take plain loops over one query at a time, laid out so
-// that the vector unit works across keys: K of one KV head is transposed to [Dh, keys] and
-// s_j += q_d·Kᵀ[d, j] runs over j, each s_j summing its terms in order of d.
-// k and v may be IEEE halves (an F16 KV cache, inference only): both paths copy the keys and
-// values a work item reads into f32 tiles, converting them there, so the f32 and F16 caches
-// share all the arithmetic.
+// Short inputs (decoding, T < kGemmMinT) take loops in the manner of flash-decoding: the keys are
+// cut into chunks of kKeyChunk at fixed positions, and each work item (b, KV head, chunk) takes
+// every query row of the group (its query heads × the T queries) against the chunk's keys, read
+// in place (row j of K is Dh contiguous values): s_j = scale·q·k_j (kernels::scores), then
+// m = max s_j, e_j = exp(s_j − m), z = Σ e_j (kernels::softmax_terms), õ = Σ e_j v_j
+// (kernels::weighted_sum). The partials of a row are combined in chunk order:
+//   M = max_c m_c,  w_c = exp(m_c − M) / Σ_c z_c exp(m_c − M),  o = Σ_c w_c õ_c,  P_j = w_c e_j.
+// Chunks spread a long context's work over the threads (a model has few KV heads: SmolLM2 has
+// 3); their size is fixed, so the results do not depend on the thread count either.
+// k and v may be IEEE halves (an F16 KV cache, inference only): the gemm path copies the keys
+// and values a work item reads into f32 tiles, the loop path's kernels widen them as they read
+// them; both share all the arithmetic with the f32 cache.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
 
-#include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
 
@@ -43,26 +48,27 @@ struct Geometry {
   }
 };
 
-constexpr int64_t kQueryBlock = 16;  // queries per work item of the loop path
-constexpr int64_t kBlock = 32;       // queries per gemm block
-constexpr int64_t kGemmMinT = 8;     // from this many queries on, the gemm path
+constexpr int64_t kBlock = 32;     // queries per gemm block
+constexpr int64_t kGemmMinT = 8;   // from this many queries on, the gemm path
+constexpr int64_t kKeyChunk = 64;  // keys per work item of the loop path (K and V of a chunk stay in L1)
 
-// Keys or values [B, S, Hkv, Dh]: f32, or IEEE halves (an F16 KV cache).
+// Keys or values [B, S, Hkv, Dh]: F32, or IEEE halves (F16, a KV cache).
 struct KvRows {
   const void* data;
-  bool half;
-  // Row j of KV head kh in batch b as Dh floats: in place (f32), or converted into out (halves).
-  const float* row(const Geometry& g, int64_t b, int64_t kh, int64_t j, float* out) const {
+  DType dtype;
+  // Row j of KV head kh in batch b (Dh values; the next key's row is Hkv·Dh values further).
+  const void* row(const Geometry& g, int64_t b, int64_t kh, int64_t j) const {
     const int64_t i = ((b * g.S + j) * g.Hkv + kh) * g.Dh;
-    if (!half) return static_cast<const float*>(data) + i;
-    kernels::f16_to_f32(static_cast<const uint16_t*>(data) + i, out, g.Dh);
-    return out;
+    if (dtype == DType::F16) return static_cast<const uint16_t*>(data) + i;
+    return static_cast<const float*>(data) + i;
   }
-  // Rows [j0, j1) of KV head kh in batch b as a contiguous [j1 − j0, Dh] matrix.
+  // Rows [j0, j1) of KV head kh in batch b as a contiguous f32 [j1 − j0, Dh] matrix.
   void rows(const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* m) const {
     for (int64_t j = j0; j < j1; ++j) {
+      const void* r = row(g, b, kh, j);
       float* out = m + (j - j0) * g.Dh;
-      if (const float* r = row(g, b, kh, j, out); r != out) std::copy_n(r, g.Dh, out);
+      if (dtype == DType::F16) kernels::f16_to_f32(static_cast<const uint16_t*>(r), out, g.Dh);
+      else std::copy_n(static_cast<const float*>(r), g.Dh, out);
     }
   }
 };
@@ -76,17 +82,6 @@ struct Views {
   const float* dout;
 };
 
-// Copies rows [j0, j1) of KV head kh of x (batch b) into xt[d·ld + j − j0]; halves: scratch for
-// an F16 cache's rows as f32.
-inline void transpose_head(const KvRows& x, const Geometry& g, int64_t b, int64_t kh, int64_t j0, int64_t j1, float* xt,
-                           int64_t ld, std::vector<float>& halves) {
-  if (j1 <= j0) return;
-  if (!x.half) return kernels::transpose(x.row(g, b, kh, j0, nullptr), g.Hkv * g.Dh, xt, ld, j1 - j0, g.Dh);
-  halves.resize(size_t((j1 - j0) * g.Dh));
-  x.rows(g, b, kh, j0, j1, halves.data());
-  kernels::transpose(halves.data(), g.Dh, xt, ld, j1 - j0, g.Dh);
-}
-
 // Rows [r0, r1) of head h of x ([B, L, heads, Dh], batch b) <-> a contiguous [r1 − r0, Dh] matrix.
 inline void gather_rows(const float* x, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0, int64_t r1, float* m) {
   for (int64_t r = r0; r < r1; ++r) std::copy_n(x + ((b * L + r) * heads + h) * Dh, Dh, m + (r - r0) * Dh);
@@ -95,79 +90,67 @@ inline void scatter_rows(const float* m, int64_t L, int64_t heads, int64_t Dh, i
   for (int64_t r = r0; r < r1; ++r) std::copy_n(m + (r - r0) * Dh, Dh, x + ((b * L + r) * heads + h) * Dh);
 }
 
-// Scratch of one loop-path work item: Kᵀ and (from an F16 cache) V of the keys it sees, scores,
-// the F16 cache's keys as f32.
-struct LoopScratch {
-  std::vector<float> kt, v, s, k_halves;
-};
+// The loop path. A query row's partial over one chunk of keys: [m, z, õ[Dh]] (see the header).
+int64_t partial_size(const Geometry& g) { return g.Dh + 2; }
 
-// The loop path: queries [t0, t1) of every head of KV head kh in batch b.
-__attribute__((always_inline)) inline void forward_loops(const Views& w, const Geometry& g, const AttentionOptions& o,
-                                                         int64_t b, int64_t kh, int64_t t0, int64_t t1, LoopScratch& m) {
-  const int64_t group = g.H / g.Hkv, Dh = g.Dh;
-  const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1;  // keys any query of the block sees
-  const int64_t ld = jhi - jlo;
-  m.kt.resize(size_t(Dh * ld));
-  if (w.v.half) m.v.resize(size_t(ld * Dh));
-  m.s.resize(size_t(ld));
-  float* kt = m.kt.data();
-  transpose_head(w.k, g, b, kh, jlo, jhi, kt, ld, m.k_halves);
-  // V: the f32 cache is read in place, rows Hkv·Dh apart; halves are converted once, [ld, Dh].
-  const float* vb = w.v.half ? m.v.data() : w.v.row(g, b, kh, jlo, nullptr);
-  const int64_t vstride = w.v.half ? Dh : g.Hkv * Dh;
-  if (w.v.half) w.v.rows(g, b, kh, jlo, jhi, m.v.data());
+// The visible keys of query t inside chunk c: [j0, j1), empty when j0 ≥ j1.
+std::pair<int64_t, int64_t> chunk_keys(const Geometry& g, const AttentionOptions& o, int64_t t, int64_t c) {
+  return {std::max(c * kKeyChunk, g.first_key(t, o.window)), std::min((c + 1) * kKeyChunk, g.S - g.T + t + 1)};
+}
+
+// Work item (b, kh, chunk c): the partials of the group's rows (head-major, then t) to part.
+// Saved probabilities get e_j for now; combine() scales them.
+void forward_chunk(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t kh, int64_t c, float* part) {
+  const int64_t group = g.H / g.Hkv, Dh = g.Dh, stride = g.Hkv * Dh;
+  float s[kKeyChunk];
+  // The KV cache of a long context comes from DRAM (the weights stream through the caches in
+  // between): all of this chunk's and the next chunk's rows are requested at once, which more
+  // than halves the time the kernels wait for them (the next chunk is usually the other thread's).
+  const int64_t k0 = std::max(c * kKeyChunk, g.first_key(0, o.window)), k1 = std::min((c + 2) * kKeyChunk, g.S);
+  kernels::prefetch_rows(w.k.row(g, b, kh, k0), w.k.dtype, stride, k1 - k0, Dh);
+  kernels::prefetch_rows(w.v.row(g, b, kh, k0), w.v.dtype, stride, k1 - k0, Dh);
   for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* qi = w.q + ((b * g.T + t) * g.H + h) * Dh;
-      const int64_t j0 = g.first_key(t, o.window) - jlo, j1 = g.S - g.T + t + 1 - jlo;  // visible, relative to jlo
-      float* s = m.s.data();
-      for (int64_t j = j0; j < j1; ++j) s[j] = 0.0f;
-      for (int64_t d = 0; d < Dh; ++d) {  // s_j = q·k_j, terms in order of d
-        const float qd = qi[d];
-        const float* ktd = kt + d * ld;
-        for (int64_t j = j0; j < j1; ++j) s[j] += qd * ktd[j];
+    for (int64_t t = 0; t < g.T; ++t, part += partial_size(g)) {
+      const auto [j0, j1] = chunk_keys(g, o, t, c);
+      float &m = part[0], &z = part[1], *ot = part + 2;
+      if (j0 >= j1) {  // a query before the chunk's first key, or a window ending before it
+        m = -INFINITY, z = 0.0f;
+        std::fill_n(ot, Dh, 0.0f);
+        continue;
       }
-      const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + jlo);
-      float mx = -INFINITY;
-      for (int64_t j = j0; j < j1; ++j) {
-        float x = o.scale * s[j];
-        if (o.softcap > 0) {
-          x = o.softcap * std::tanh(x / o.softcap);
-          if (w.capped) w.capped[row + size_t(j)] = x;
+      const int64_t n = j1 - j0;
+      const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + j0);  // (b, h, t, j0) in P and capped
+      kernels::scores(w.q + ((b * g.T + t) * g.H + h) * Dh, w.k.row(g, b, kh, j0), w.k.dtype, stride, n, Dh, o.scale, s);
+      if (o.softcap > 0)
+        for (int64_t j = 0; j < n; ++j) {
+          s[j] = o.softcap * std::tanh(s[j] / o.softcap);
+          if (w.capped) w.capped[row + size_t(j)] = s[j];
         }
-        s[j] = x;
-        mx = std::max(mx, x);
-      }
-      double z = 0;
-      for (int64_t j = j0; j < j1; ++j) {
-        s[j] = std::exp(s[j] - mx);
-        z += s[j];
-      }
-      const float inv = float(1.0 / z);
-      float* oi = w.out + ((b * g.T + t) * g.H + h) * Dh;
-      for (int64_t d = 0; d < Dh; ++d) oi[d] = 0.0f;
-      for (int64_t j = j0; j < j1; ++j) {
-        const float p = s[j] * inv;
-        if (w.P) w.P[row + size_t(j)] = p;
-        const float* vj = vb + j * vstride;
-        for (int64_t d = 0; d < Dh; ++d) oi[d] += p * vj[d];
-      }
+      const kernels::SoftmaxTerms e = kernels::softmax_terms(s, n);  // s_j ← e_j
+      m = e.max, z = e.sum;
+      if (w.P) std::copy_n(s, n, w.P + row);
+      kernels::weighted_sum(s, w.v.row(g, b, kh, j0), w.v.dtype, stride, n, Dh, ot);
     }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) void forward_loops_avx2(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b,
-                                                        int64_t kh, int64_t t0, int64_t t1, LoopScratch& m) {
-  forward_loops(w, g, o, b, kh, t0, t1, m);
-}
-#endif
-
-bool use_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  return kernels::simd() >= kernels::Simd::avx2;
-#else
-  return false;
-#endif
+// Query row (b, h, t) from its partials over the chunks [c0, c0 + chunks), `step` floats apart.
+void combine(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t h, int64_t t, int64_t c0,
+             int64_t chunks, const float* part, int64_t step) {
+  float M = -INFINITY, Z = 0.0f;
+  for (int64_t c = 0; c < chunks; ++c) M = std::max(M, part[c * step]);
+  for (int64_t c = 0; c < chunks; ++c) Z += part[c * step + 1] * std::exp(part[c * step] - M);
+  float* ot = w.out + ((b * g.T + t) * g.H + h) * g.Dh;
+  std::fill_n(ot, g.Dh, 0.0f);
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* p = part + c * step;
+    const float wc = std::exp(p[0] - M) / Z;
+    for (int64_t d = 0; d < g.Dh; ++d) ot[d] += wc * p[2 + d];
+    if (w.P) {
+      const auto [j0, j1] = chunk_keys(g, o, t, c0 + c);
+      float* P = w.P + ((b * g.H + h) * g.T + t) * g.S;
+      for (int64_t j = j0; j < j1; ++j) P[j] *= wc;
+    }
+  }
 }
 
 // Scratch matrices of one gemm work item.
@@ -291,7 +274,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   Tensor out = Tensor::empty(q.shape());
   Tensor P = saving ? Tensor::zeros({B, H, T, S}) : Tensor();        // probabilities (0 where masked), for backward
   Tensor capped = saving && o.softcap > 0 ? Tensor::zeros({B, H, T, S}) : Tensor();
-  const Views w{.q = q.data(), .k = {k.raw(), half}, .v = {v.raw(), half}, .out = out.data_mut(),
+  const Views w{.q = q.data(), .k = {k.raw(), k.dtype()}, .v = {v.raw(), v.dtype()}, .out = out.data_mut(),
                 .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr, .dout = nullptr};
   if (T >= kGemmMinT) {
     const int64_t blocks = (T + kBlock - 1) / kBlock;
@@ -303,27 +286,25 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
       }
     });
   } else {
-    const int64_t blocks = (T + kQueryBlock - 1) / kQueryBlock;
-    const bool avx2 = use_avx2();
-    kernels::parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
-      LoopScratch m;
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t b = i / (Hkv * blocks), kh = i / blocks % Hkv, t0 = i % blocks * kQueryBlock, t1 = std::min(T, t0 + kQueryBlock);
-#if defined(__x86_64__) || defined(__i386__)
-        if (avx2) {
-          forward_loops_avx2(w, g, o, b, kh, t0, t1, m);
-          continue;
-        }
-#endif
-        forward_loops(w, g, o, b, kh, t0, t1, m);
-      }
+    const int64_t c0 = g.first_key(0, o.window) / kKeyChunk, chunks = (S - 1) / kKeyChunk + 1 - c0;  // chunks any query sees
+    const int64_t rows = H / Hkv * T, step = partial_size(g);  // rows of a work item
+    std::vector<float> part(size_t(B * Hkv * chunks * rows * step));  // [B, Hkv, chunks, rows, step]
+    kernels::parallel_for(B * Hkv * chunks, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        forward_chunk(w, g, o, i / (Hkv * chunks), i / chunks % Hkv, c0 + i % chunks, part.data() + i * rows * step);
     });
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          const int64_t kh = h / (H / Hkv), r = h % (H / Hkv) * T + t;  // r: the row in its work items
+          combine(w, g, o, b, h, t, c0, chunks, part.data() + ((b * Hkv + kh) * chunks * rows + r) * step, rows * step);
+        }
   }
 
   if (saving)
     record(out, "attention", {q, k, v}, [q, k, v, P, capped, g, o](const Tensor& dout) {
       Tensor dq = Tensor::zeros(q.shape()), dk = Tensor::zeros(k.shape()), dv = Tensor::zeros(v.shape());
-      const Views w{.q = q.data(), .k = {k.data(), false}, .v = {v.data(), false}, .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
+      const Views w{.q = q.data(), .k = {k.data(), DType::F32}, .v = {v.data(), DType::F32}, .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
                     .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr, .dout = dout.data()};
       const int64_t B = g.B, H = g.H, Hkv = g.Hkv, S = g.S, Dh = g.Dh, group = H / Hkv;
       std::unique_ptr<float[]> part(new float[size_t(B * H * 2 * S * Dh)]);  // per head: dK_h, dV_h [S, Dh] (set by backward_head)
