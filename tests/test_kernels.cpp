@@ -404,6 +404,33 @@ TEST(KernelAttentionRows, ScoresAndWeightedSumsMatchTheReference) {
   }
 }
 
+// silu on every path against x / (1 + e^−x) in double: ≤ 3 ulp over [−87, 87] (normal
+// results), and the limits: silu(0) = 0, silu(−100) = −0, silu(100) = 100; any n (tails).
+TEST(KernelActivations, SiluIsAccurate) {
+  KernelState keep;
+  std::vector<float> x;
+  for (int i = -20000; i <= 20000; ++i) x.push_back(87.0f * float(i) / 20000);  // results: normal floats
+  for (Simd s : paths()) {
+    set_simd(s);
+    for (int64_t n : {int64_t(x.size()), int64_t(1), int64_t(13)}) {
+      std::vector<float> y(static_cast<size_t>(n));
+      silu(x.data() + x.size() - size_t(n), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float xi = x[x.size() - size_t(n) + size_t(i)];
+        const double want = double(xi) / (1.0 + std::exp(-double(xi)));
+        const double ulp = std::ldexp(1.0, std::ilogb(std::max(std::fabs(want), 1e-37)) - 23);
+        ASSERT_LE(std::fabs(y[size_t(i)] - want), 3 * ulp) << path_name(s) << " silu(" << xi << ")";
+      }
+    }
+    const float edge[3] = {0.0f, -100.0f, 100.0f};
+    float out[3];
+    silu(edge, out, 3);
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[1], 0.0f);
+    EXPECT_EQ(out[2], 100.0f);
+  }
+}
+
 // softmax_terms: the max, exp(x − max) to ≤ 2 ulp over the whole range of normal results, exactly
 // 1 at the max and 0 for −inf and huge negative inputs, and the sum.
 TEST(KernelAttentionRows, SoftmaxTermsExpIsAccurate) {
@@ -426,8 +453,12 @@ TEST(KernelAttentionRows, SoftmaxTermsExpIsAccurate) {
       for (int64_t i = 0; i < n; ++i) {
         const double want = std::exp(double(in[size_t(i)]) - t.max);
         sum += y[size_t(i)];
-        if (in[size_t(i)] == t.max) ASSERT_EQ(y[size_t(i)], 1.0f) << path_name(s);
-        if (in[size_t(i)] < -1e29f) ASSERT_EQ(y[size_t(i)], 0.0f) << path_name(s) << " exp(" << in[size_t(i)] << ")";
+        if (in[size_t(i)] == t.max) {
+          ASSERT_EQ(y[size_t(i)], 1.0f) << path_name(s);
+        }
+        if (in[size_t(i)] < -1e29f) {
+          ASSERT_EQ(y[size_t(i)], 0.0f) << path_name(s) << " exp(" << in[size_t(i)] << ")";
+        }
         const double ulp = std::ldexp(1.0, std::ilogb(std::max(want, 1e-37)) - 23);
         ASSERT_LE(std::fabs(y[size_t(i)] - want), 2 * ulp) << path_name(s) << " exp(" << in[size_t(i)] << ")";
       }

@@ -48,6 +48,9 @@ int num_threads();
 // Calls fn(begin, end) on disjoint chunks covering [0, n); chunking depends only on n and grain.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+// y[i] = silu(x[i]) = x[i] / (1 + exp(−x[i])) for i < n (vectorised exp: within ~2 ulp).
+void silu(const float* x, float* y, int64_t n);
+
 // y[i] = the IEEE half x[i] as f32 (exact; F16C when the CPU has it).
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 

@@ -69,7 +69,8 @@ Tensor scale(const Tensor& x, float s) {
 }
 
 Tensor silu(const Tensor& x) {
-  Tensor y = map(x, [](float v) { return v * sigmoid(v); });
+  Tensor y = Tensor::empty(x.shape());
+  kernels::parallel_for(x.numel(), 1 << 14, [&](int64_t i0, int64_t i1) { kernels::silu(x.data() + i0, y.data_mut() + i0, i1 - i0); });
   if (needs_grad({&x}))
     record(y, "silu", {x}, [x](const Tensor& d) {  // silu'(v) = σ(v)(1 + v(1 − σ(v)))
       return std::vector<Tensor>{zip(d, x, [](float g, float v) {
