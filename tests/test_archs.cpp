@@ -158,6 +158,50 @@ TEST(KvCache, F16HalvesTheMemoryAndAttentionReadsTheHalves) {
 
 // --- gemma2 --------------------------------------------------------------------------------
 
+// rope against its formula in double, for a run of calls whose positions, base, n_rot, pairing
+// and frequency factors change one at a time (the primitive reuses the last angle table when
+// nothing changed: a stale table would show here).
+TEST(Rope, MatchesTheFormulaWhateverCameBefore) {
+  const int64_t H = 2, Dh = 8;
+  std::vector<float> xs(size_t(2 * 3 * H * Dh));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.7f * float(i)) + 0.1f;
+  const Tensor x = Tensor::from({2, 3, H, Dh}, xs);
+  const std::vector<float> f1 = {1, 2, 4, 8}, f2 = {1, 2, 4, 9};
+  struct Case {
+    std::vector<int32_t> pos;
+    Rope r;
+  };
+  const std::vector<Case> cases = {
+      {{0, 1, 2, 5, 6, 7}, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}}},
+      {{0, 1, 2, 5, 6, 7}, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}}},  // reused
+      {{0, 1, 2, 5, 6, 8}, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}}},
+      {{0, 1, 2, 5, 6, 8}, {.mode = RopeMode::Norm, .n_rot = 8, .base = 500.0f, .freq_factors = {}}},
+      {{0, 1, 2, 5, 6, 8}, {.mode = RopeMode::Neox, .n_rot = 8, .base = 500.0f, .freq_factors = {}}},
+      {{0, 1, 2, 5, 6, 8}, {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = {}}},
+      {{0, 1, 2, 5, 6, 8}, {.mode = RopeMode::Neox, .n_rot = 8, .base = 500.0f, .freq_factors = Tensor::from({4}, f1)}},
+      {{0, 1, 2, 5, 6, 8}, {.mode = RopeMode::Neox, .n_rot = 8, .base = 500.0f, .freq_factors = Tensor::from({4}, f2)}},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Rope& r = cases[c].r;
+    const Tensor y = rope(x, Tensor::from_ids({2, 3}, cases[c].pos), r);
+    const int64_t half = r.n_rot / 2;
+    for (int64_t bt = 0; bt < 6; ++bt)
+      for (int64_t h = 0; h < H; ++h) {
+        const float* xi = xs.data() + (bt * H + h) * Dh;
+        const float* yi = y.data() + (bt * H + h) * Dh;
+        std::vector<double> want(xi, xi + Dh);
+        for (int64_t i = 0; i < half; ++i) {
+          double theta = cases[c].pos[size_t(bt)] * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
+          if (r.freq_factors.defined()) theta /= r.freq_factors.data()[i];
+          const int64_t a = r.mode == RopeMode::Norm ? 2 * i : i, b = r.mode == RopeMode::Norm ? a + 1 : i + half;
+          want[size_t(a)] = xi[a] * std::cos(theta) - xi[b] * std::sin(theta);
+          want[size_t(b)] = xi[a] * std::sin(theta) + xi[b] * std::cos(theta);
+        }
+        for (int64_t d = 0; d < Dh; ++d) ASSERT_NEAR(yi[d], want[size_t(d)], 1e-5) << "case " << c << " bt " << bt << " d " << d;
+      }
+  }
+}
+
 TEST(Gemma2, SlidingWindowMasksEvenLayers) {
   TOY_REQUIRE_FIXTURE(path, "models/gemma2/gemma2-f32.gguf");
   auto model = load(path);

@@ -14,6 +14,37 @@ namespace toy {
 
 namespace {
 
+// cos θ and sin θ of pair i at position `at[t]`, at [t·half + i].
+struct AngleTable {
+  std::vector<int32_t> at;
+  float base = 0;
+  int64_t n_rot = 0;
+  std::vector<float> factors;  // rope_freqs, empty when none
+  std::vector<float> cos, sin;
+};
+
+// The table for positions `at` (sorted, distinct). The 2·n_layer rope calls of a forward step
+// all ask for the same one, so the last table a thread computed is kept and reused when its
+// positions and parameters (the frequency factors compared by value) are the same.
+const AngleTable& angles(const std::vector<int32_t>& at, const Rope& r) {
+  thread_local AngleTable last;
+  const int64_t half = r.n_rot / 2;
+  std::vector<float> factors;
+  if (r.freq_factors.defined()) factors.assign(r.freq_factors.data(), r.freq_factors.data() + half);
+  if (last.at == at && last.base == r.base && last.n_rot == r.n_rot && last.factors == factors) return last;
+  const int64_t P = int64_t(at.size());
+  last = {.at = at, .base = r.base, .n_rot = r.n_rot, .factors = std::move(factors), .cos = std::vector<float>(size_t(P * half)),
+          .sin = std::vector<float>(size_t(P * half))};
+  for (int64_t t = 0; t < P; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = double(at[size_t(t)]) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
+      if (!last.factors.empty()) theta /= double(last.factors[size_t(i)]);
+      last.cos[size_t(t * half + i)] = float(std::cos(theta));
+      last.sin[size_t(t * half + i)] = float(std::sin(theta));
+    }
+  return last;
+}
+
 Tensor rotate(const Tensor& x, const Tensor& pos, const Rope& r, float sign) {
   auto [B, T, H, Dh] = x.dims<4>("rope: x");
   const int64_t half = r.n_rot / 2;
@@ -31,15 +62,8 @@ Tensor rotate(const Tensor& x, const Tensor& pos, const Rope& r, float sign) {
   std::vector<int32_t> at(p, p + B * T);
   std::sort(at.begin(), at.end());
   at.erase(std::unique(at.begin(), at.end()), at.end());
-  const int64_t P = int64_t(at.size());
-  std::vector<float> cs(size_t(P * half)), sn(size_t(P * half));
-  for (int64_t t = 0; t < P; ++t)
-    for (int64_t i = 0; i < half; ++i) {
-      double theta = double(at[size_t(t)]) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
-      if (r.freq_factors.defined()) theta /= double(r.freq_factors.data()[i]);
-      cs[size_t(t * half + i)] = float(std::cos(theta));
-      sn[size_t(t * half + i)] = sign * float(std::sin(theta));
-    }
+  const AngleTable& table = angles(at, r);
+  const std::vector<float>&cs = table.cos, &sn = table.sin;
   const float* px = x.data();
   float* py = y.data_mut();
   const int64_t stride_a = r.mode == RopeMode::Norm ? 2 : 1;   // index of pair member a
@@ -53,7 +77,7 @@ Tensor rotate(const Tensor& x, const Tensor& pos, const Rope& r, float sign) {
         for (int64_t d = r.n_rot; d < Dh; ++d) yi[d] = xi[d];
         for (int64_t i = 0; i < half; ++i) {
           const int64_t a = i * stride_a, b = a + offset_b;
-          const float c = cs[size_t(t * half + i)], s = sn[size_t(t * half + i)];
+          const float c = cs[size_t(t * half + i)], s = sign * sn[size_t(t * half + i)];
           yi[a] = xi[a] * c - xi[b] * s;
           yi[b] = xi[a] * s + xi[b] * c;
         }
