@@ -27,12 +27,6 @@ int64_t numel(const Shape& s) {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheBuffers = false;  // a reused buffer would hide use-after-free from ASan
-#else
-constexpr bool kCacheBuffers = true;
-#endif
-
 // Freed tensor buffers by size, for the next tensor of that size. A decode step allocates
 // the same sizes layer after layer and token after token, so nearly every buffer comes from
 // here; malloc/free of them (small frees between large mallocs, with the consolidation that
@@ -85,7 +79,7 @@ BufferCache& buffers() {
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, bool zero) {
   auto s = std::make_shared<Storage>();
   const size_t block = (bytes + 63) / 64 * 64 + 64;  // the tail: room for kernels' vector over-reads
-  void* reused = kCacheBuffers ? buffers().take(block) : nullptr;
+  void* reused = Storage::kCacheBuffers ? buffers().take(block) : nullptr;
   auto* p = static_cast<unsigned char*>(reused ? reused : std::aligned_alloc(64, block));
   if (!p) throw std::bad_alloc();
 #ifdef TOY_POISON_EMPTY
@@ -102,7 +96,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, bool zero) {
 
 Storage::~Storage() {
   if (!block) return;
-  if (kCacheBuffers)
+  if (Storage::kCacheBuffers)
     buffers().give(data, block);
   else
     std::free(data);

@@ -22,6 +22,13 @@
 
 #include "toy/tensor/dtype.h"
 
+// clang (before 15) says ASan is on only through __has_feature, GCC only through __SANITIZE_ADDRESS__.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TOY_ASAN 1
+#endif
+#endif
+
 namespace toy {
 
 using Shape = std::vector<int64_t>;
@@ -49,6 +56,11 @@ struct Storage {
   // `bytes` owned bytes, zero-filled when `zero`, else left as they come (see Tensor::empty).
   static std::shared_ptr<Storage> allocate(size_t bytes, bool zero);
   static std::shared_ptr<Storage> borrow(const void* data, size_t bytes, std::shared_ptr<void> keepalive);
+#if defined(__SANITIZE_ADDRESS__) || defined(TOY_ASAN)
+  static constexpr bool kCacheBuffers = false;  // a reused buffer would hide use-after-free
+#else
+  static constexpr bool kCacheBuffers = true;
+#endif
   static constexpr size_t kCacheMaxBlock = size_t(1) << 20;
   static constexpr size_t kCacheMaxIdle = size_t(8) << 20;
   static size_t cached_bytes();  // bytes of freed buffers held for reuse now
