@@ -79,7 +79,7 @@ BufferCache& buffers() {
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, bool zero) {
   auto s = std::make_shared<Storage>();
   const size_t block = (bytes + 63) / 64 * 64 + 64;  // the tail: room for kernels' vector over-reads
-  void* reused = Storage::kCacheBuffers ? buffers().take(block) : nullptr;
+  void* reused = kCacheBuffers ? buffers().take(block) : nullptr;
   auto* p = static_cast<unsigned char*>(reused ? reused : std::aligned_alloc(64, block));
   if (!p) throw std::bad_alloc();
 #ifdef TOY_POISON_EMPTY
@@ -96,7 +96,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, bool zero) {
 
 Storage::~Storage() {
   if (!block) return;
-  if (Storage::kCacheBuffers)
+  if (kCacheBuffers)
     buffers().give(data, block);
   else
     std::free(data);
