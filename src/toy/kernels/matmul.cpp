@@ -349,6 +349,7 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
     int64_t n0, n1;
   };
   std::vector<Unit> units;
+  units.reserve(products.size() * 2 * size_t(num_threads()));  // a decode step's, in one allocation
   for (const Product& p : products) {
     if (p.N == 0) continue;
     const Act& act = activations(activation_dtype(p.wt));

@@ -44,6 +44,8 @@ std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, cons
     return ys;
   }
   std::vector<kernels::Product> products;
+  ys.reserve(Ws.size());
+  products.reserve(Ws.size());
   for (size_t i = 0; i < Ws.size(); ++i) {
     ys.push_back(linear_output(x, Ws[i], bias(i)));
     products.push_back({.w = Ws[i].raw(), .wt = Ws[i].dtype(), .y = ys.back().data_mut(), .N = Ws[i].size(0)});

@@ -22,6 +22,13 @@
 
 #include "toy/tensor/dtype.h"
 
+// clang (before 15) says ASan is on only through __has_feature, GCC only through __SANITIZE_ADDRESS__.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TOY_ASAN 1
+#endif
+#endif
+
 namespace toy {
 
 using Shape = std::vector<int64_t>;
@@ -35,14 +42,33 @@ struct ShapeError : std::runtime_error {
 
 // Bytes that tensors point into: an owned, 64-byte aligned buffer, or memory owned by
 // someone else (a mapped file) that `keepalive` keeps alive.
+//
+// Owned buffers come from a small cache of freed buffers keyed by size (a decode step
+// allocates the same sizes every token, so malloc/free would otherwise be paid per op): at
+// most kCacheMaxIdle bytes idle in all, buffers above kCacheMaxBlock go straight back to the
+// system, and the sanitizer build bypasses the cache so use-after-free stays visible.
 struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
+  size_t block = 0;                  // size of the owned buffer, 0 when borrowed
   bool writable = true;
-  std::shared_ptr<void> keepalive;
+  std::shared_ptr<void> keepalive;   // the owner of borrowed bytes
   // `bytes` owned bytes, zero-filled when `zero`, else left as they come (see Tensor::empty).
   static std::shared_ptr<Storage> allocate(size_t bytes, bool zero);
   static std::shared_ptr<Storage> borrow(const void* data, size_t bytes, std::shared_ptr<void> keepalive);
+#if defined(__SANITIZE_ADDRESS__) || defined(TOY_ASAN)
+  static constexpr bool kCacheBuffers = false;  // a reused buffer would hide use-after-free
+#else
+  static constexpr bool kCacheBuffers = true;
+#endif
+  static constexpr size_t kCacheMaxBlock = size_t(1) << 20;
+  static constexpr size_t kCacheMaxIdle = size_t(8) << 20;
+  static size_t cached_bytes();  // bytes of freed buffers held for reuse now
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
 };
 
 class Tensor;
