@@ -190,7 +190,8 @@ TEST(CliManifest, DescribesEveryCommandAndFlag) {
 
 TEST(CliManifest, FlagsParseAsDeclared) {
   // A value of the wrong type for a typed flag is a usage error for every command.
-  for (const auto& c : manifest()["commands"])
+  const auto m = manifest();  // a range-for over manifest()["commands"] would outlive the temporary
+  for (const auto& c : m["commands"])
     for (const auto& f : c["flags"]) {
       if (f["type"] != "int" && f["type"] != "float") continue;
       auto r = run_toy(c["name"].get<std::string>() + " " + f["name"].get<std::string>() + " not-a-number");
