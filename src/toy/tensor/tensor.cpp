@@ -53,7 +53,11 @@ class BufferCache {
       free_.clear();
       idle_ = 0;
     }
-    free_[block].push_back(p);
+    try {
+      free_[block].push_back(p);
+    } catch (const std::bad_alloc&) {  // called from ~Storage: never throw, just free
+      return std::free(p);
+    }
     idle_ += block;
   }
 
