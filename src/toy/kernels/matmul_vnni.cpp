@@ -79,7 +79,8 @@ struct Isa {
 // (Products of bfloat16 are exact in f32; the instruction treats subnormal inputs and results
 // as zero and rounds to nearest-even whatever MXCSR says.) One step takes 32 values of k, so
 // lane l accumulates k ≡ 2l, 2l+1 (mod 32); the row of x, bfloat16 values kept as f32, is
-// packed to bfloat16 (exactly) once per step and tile; the last K mod 32 values come as one
+// packed to bfloat16 once per step and tile by keeping the high halves (exact; one vpermt2w,
+// ~6% faster than vcvtne2ps2bf16); the last K mod 32 values come as one
 // more step of masked loads (zeros elsewhere, which add nothing); then lane l + 8 is added to
 // lane l and the 8 lanes summed as hsum_float_8. Other bits than the AVX2 kernel's (8 lanes,
 // FMA, an in-order tail), the same bits for every tile shape, M and n.
@@ -110,6 +111,11 @@ struct BF16DotTile {
     for (int r = 0; r < R; ++r)
       TOY_UNROLL
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    // Word i of two vectors of f32 (words 0-31, 32-63) → word 2i + 1: the high halves.
+    alignas(64) static constexpr int16_t kHighHalves[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21,
+                                                            23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 43,
+                                                            45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+    const __m512i high_halves = _mm512_load_si512(kHighHalves);
     for (int64_t k = 0; k < K; k += 32) {
       const __mmask16 lo = step_mask(k, K), hi = step_mask(k + 16, K);
       const __mmask32 mask = __mmask32(lo) | __mmask32(hi) << 16;
@@ -118,7 +124,8 @@ struct BF16DotTile {
       for (int c = 0; c < C; ++c) wv[c] = (__m512bh)_mm512_maskz_loadu_epi16(mask, wr[c] + k);
       TOY_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m512bh xv = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x[r] + k + 16), _mm512_maskz_loadu_ps(lo, x[r] + k));
+        const __m512i x_lo = _mm512_maskz_loadu_epi32(lo, x[r] + k), x_hi = _mm512_maskz_loadu_epi32(hi, x[r] + k + 16);
+        const __m512bh xv = (__m512bh)_mm512_permutex2var_epi16(x_lo, high_halves, x_hi);
         TOY_UNROLL
         for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv[c], xv);
       }
