@@ -234,7 +234,8 @@ TEST(KernelMatmul, EveryDtypeAndPathMatchesTheReference) {
   KernelState keep;
   for (DType t : kWeightTypes) {
     const int64_t bs = info(t).block_size;
-    const std::vector<int64_t> Ks = bs == 1 ? std::vector<int64_t>{13, 64, 200} : std::vector<int64_t>{bs, 3 * bs};
+    // F32/F16/BF16: K below one 16- or 32-value step, a multiple of both, and tails of 8, 25.
+    const std::vector<int64_t> Ks = bs == 1 ? std::vector<int64_t>{13, 57, 64, 200} : std::vector<int64_t>{bs, 3 * bs};
     for (int64_t K : Ks)
       for (int64_t M : {1, 3, 17})
         for (int64_t N : {1, 7, 29}) {
@@ -303,29 +304,31 @@ TEST(KernelMatmul, ActivationRoundingIsSmall) {
 
 TEST(KernelMatmul, BitIdenticalForAnyThreadCountAndBatch) {
   KernelState keep;
-  const int64_t M = 17, N = 301, K = 512;
-  const auto x = randn(size_t(M * K), 11);
-  for (DType t : kWeightTypes) {
-    const auto w = random_weights(t, N, K, 12);
-    for (Simd s : paths()) {
-      set_simd(s);
-      set_num_threads(1);
-      const auto y1 = run_matmul(x, w, t, M, N, K);
-      for (int threads : {2, 3}) {
-        set_num_threads(threads);
-        const auto yt = run_matmul(x, w, t, M, N, K);
-        EXPECT_EQ(std::memcmp(y1.data(), yt.data(), y1.size() * 4), 0)
-            << name(t) << " " << path_name(s) << " threads " << threads;
-      }
-      // Row m alone (decode) gives the same bits as row m inside the batch (prompt).
-      for (int64_t m : {0, 5, 16}) {
-        const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
-        const auto ym = run_matmul(xm, w, t, 1, N, K);
-        EXPECT_EQ(std::memcmp(ym.data(), y1.data() + m * N, size_t(N) * 4), 0)
-            << name(t) << " " << path_name(s) << " row " << m;
+  const int64_t M = 17, N = 301;
+  for (DType t : kWeightTypes)
+    for (int64_t K : {int64_t(512), int64_t(57)}) {  // 57: the float kernels' masked or scalar tail
+      if (K % info(t).block_size != 0) continue;
+      const auto x = randn(size_t(M * K), 11);
+      const auto w = random_weights(t, N, K, 12);
+      for (Simd s : paths()) {
+        set_simd(s);
+        set_num_threads(1);
+        const auto y1 = run_matmul(x, w, t, M, N, K);
+        for (int threads : {2, 3}) {
+          set_num_threads(threads);
+          const auto yt = run_matmul(x, w, t, M, N, K);
+          EXPECT_EQ(std::memcmp(y1.data(), yt.data(), y1.size() * 4), 0)
+              << name(t) << " " << path_name(s) << " K " << K << " threads " << threads;
+        }
+        // Row m alone (decode) gives the same bits as row m inside the batch (prompt).
+        for (int64_t m : {0, 5, 16}) {
+          const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
+          const auto ym = run_matmul(xm, w, t, 1, N, K);
+          EXPECT_EQ(std::memcmp(ym.data(), y1.data() + m * N, size_t(N) * 4), 0)
+              << name(t) << " " << path_name(s) << " K " << K << " row " << m;
+        }
       }
     }
-  }
 }
 
 TEST(KernelMatmul, ManyProductsEqualOneCallEach) {

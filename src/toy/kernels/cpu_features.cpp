@@ -72,6 +72,18 @@ bool cpu_has_avx512vnni() {
 #endif
 }
 
+bool cpu_has_avx512bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    unsigned eax, ebx, ecx, edx;  // leaf 7, sub-leaf 1: EAX bit 5 is AVX512_BF16
+    return cpu_has_avx512vnni() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
 Simd simd() { return active().load(std::memory_order_relaxed); }
 
 void set_simd(Simd s) {

@@ -33,8 +33,9 @@ using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, 
 // AVX2 column kernel for weights of type wt (null for types without one). The F32 kernel also
 // serves the types that are dequantized to f32 row by row.
 ColumnKernel avx2_column_kernel(DType wt);
-// AVX-512 VNNI column kernel for the quantized types (null for the others, which take the AVX2
-// kernel); its results are bit-identical to the AVX2 kernel's.
+// AVX-512 VNNI column kernel for the quantized types, bit-identical to the AVX2 kernel's, and
+// for BF16 where the CPU has AVX512_BF16 (vdpbf16ps: other bits than the AVX2 kernel's); null
+// for the others, which take the AVX2 kernel.
 ColumnKernel vnni_column_kernel(DType wt);
 // out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
 void avx2_round_to_f16(const float* x, float* out, int64_t n);

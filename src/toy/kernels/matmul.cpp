@@ -11,7 +11,7 @@
 // order fixed by its kernel (below and in matmul_avx2.cpp), so results do not depend on the
 // thread count. The scalar and AVX2 kernels sum in different orders (f32 results differ in the
 // last bits), and both are checked against reference.cpp; the AVX-512 VNNI kernels
-// (matmul_vnni.cpp) give the bits of the AVX2 ones.
+// (matmul_vnni.cpp) give the bits of the AVX2 ones, except BF16 with vdpbf16ps.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -285,8 +285,9 @@ ColumnKernel scalar_column_kernel(DType wt) {
   }
 }
 
-// The kernel of the SIMD path for weights of type wt: the VNNI kernels exist for the quantized
-// types only (the others take the AVX2 ones), and give the same bits as the AVX2 kernels.
+// The kernel of the SIMD path for weights of type wt: the VNNI path has kernels for the
+// quantized types (the AVX2 kernels' bits) and, with AVX512_BF16, for BF16 (its own bits); the
+// other types take the AVX2 ones.
 ColumnKernel column_kernel(Simd path, DType wt) {
   if (path == Simd::avx512vnni)
     if (ColumnKernel k = detail::vnni_column_kernel(wt)) return k;
