@@ -183,7 +183,6 @@ void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o,
     const int64_t j0 = g.first_key(t, o.window) - jlo, j1 = g.S - g.T + t + 1 - jlo;
     float* s = Sc + i * span;
     const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + jlo);
-    float mx = -INFINITY;
     for (int64_t j = j0; j < j1; ++j) {
       float x = o.scale * s[j];
       if (o.softcap > 0) {
@@ -191,14 +190,8 @@ void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o,
         if (w.capped) w.capped[row + size_t(j)] = x;
       }
       s[j] = x;
-      mx = std::max(mx, x);
     }
-    double z = 0;
-    for (int64_t j = j0; j < j1; ++j) {
-      s[j] = std::exp(s[j] - mx);
-      z += s[j];
-    }
-    const float inv = float(1.0 / z);
+    const float inv = 1.0f / kernels::softmax_terms(s + j0, j1 - j0).sum;  // s_j ← exp(s_j − max)
     for (int64_t j = 0; j < span; ++j) s[j] = j >= j0 && j < j1 ? s[j] * inv : 0.0f;  // P, masked
     if (w.P) std::copy_n(s + j0, j1 - j0, w.P + row + size_t(j0));
   }
