@@ -18,7 +18,7 @@ cmake --build build-asan -j "$(nproc)" --target toy_tests toy_cli
 # sanitizer's own heap would swamp it) run in the release build above.
 ASAN_SUITES="Gguf*:Quant*:Kernel*:Tokenizer*:StreamDecoder*:Jinja*:ChatTemplate*:ChatFixtures*:LongReference*"
 ASAN_SUITES+=":Gemma2*:Moe*:Olmoe*:Gpt2*:Archs*:Models*:Infer*:Cli.*:Style*"
-ASAN_SUITES+=":BatchDecode*:KvCache*:Sampler*:Autograd*:GradCheck*:PrimitiveGradients*:Eval*:Card*:TrainData*:Attention*:Rope*"
+ASAN_SUITES+=":BatchDecode*:KvCache*:Sampler*:Autograd*:GradCheck*:PrimitiveGradients*:Eval*:Card*:TrainData*:Attention*:Rope*:TensorStorage*:CliManifest*"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOY_BIN="$PWD/build-asan/toy" \
   build-asan/tests/toy_tests --gtest_filter="${TOY_ASAN_FILTER:-$ASAN_SUITES}" --gtest_brief=1
 
