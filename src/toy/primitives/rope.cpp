@@ -6,6 +6,7 @@
 // The backward pass is the rotation by −θ (a rotation's inverse is its transpose).
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
@@ -29,12 +30,12 @@ struct AngleTable {
 const AngleTable& angles(const std::vector<int32_t>& at, const Rope& r) {
   thread_local AngleTable last;
   const int64_t half = r.n_rot / 2;
-  std::vector<float> factors;
-  if (r.freq_factors.defined()) factors.assign(r.freq_factors.data(), r.freq_factors.data() + half);
-  if (last.at == at && last.base == r.base && last.n_rot == r.n_rot && last.factors == factors) return last;
+  const std::span<const float> factors =
+      r.freq_factors.defined() ? std::span<const float>(r.freq_factors.data(), size_t(half)) : std::span<const float>();
+  if (last.at == at && last.base == r.base && last.n_rot == r.n_rot && std::ranges::equal(last.factors, factors)) return last;
   const int64_t P = int64_t(at.size());
-  last = {.at = at, .base = r.base, .n_rot = r.n_rot, .factors = std::move(factors), .cos = std::vector<float>(size_t(P * half)),
-          .sin = std::vector<float>(size_t(P * half))};
+  last = {.at = at, .base = r.base, .n_rot = r.n_rot, .factors = std::vector<float>(factors.begin(), factors.end()),
+          .cos = std::vector<float>(size_t(P * half)), .sin = std::vector<float>(size_t(P * half))};
   for (int64_t t = 0; t < P; ++t)
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(at[size_t(t)]) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
