@@ -35,10 +35,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double g_min_seconds = 0.25;           // time per measurement
-double g_worst_share = 1.0;            // least share of its threads' time the process got while measured
-bool g_cpu_time = false;               // --cpu-time
-std::vector<int> g_threads = {1, 2};   // thread counts measured
+double g_min_seconds = 0.25;          // time per measurement
+double g_worst_share = 1.0;           // least share of its threads' time the process got while measured
+bool g_cpu_time = false;              // --cpu-time
+std::vector<int> g_threads = {1, 2};  // thread counts measured
 
 double cpu_seconds(clockid_t clock) {
   timespec t;
@@ -130,10 +130,11 @@ struct MatShape {
 void bench_matmul(bool quick) {
   const MatShape shapes[] = {
       {"attn_q/o", 576, 576}, {"ffn_up", 1536, 576}, {"ffn_down", 576, 1536}, {"output", 49152, 576}};
-  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0,
+  const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                          DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-  std::printf("\nmatmul_wt  y[M, N] = x[M, K] · W[N, K]ᵀ\n"
-              "(decode M = 1: GB/s of weights read and GFLOP/s; prompt M = 128: GFLOP/s)\n");
+  std::printf(
+      "\nmatmul_wt  y[M, N] = x[M, K] · W[N, K]ᵀ\n"
+      "(decode M = 1: GB/s of weights read and GFLOP/s; prompt M = 128: GFLOP/s)\n");
   std::printf("%-6s %-9s %6s %5s | %8s %8s %8s | %8s %8s\n", "dtype", "tensor", "N", "K", "M=1 1t", "M=1 2t", "GFLOP/s",
               "M=128 1t", "M=128 2t");
   for (DType t : types) {
@@ -169,7 +170,10 @@ void bench_matmul(bool quick) {
 void bench_gemm() {
   std::printf("\ngemm  C[M, N] = op(A)·op(B), f32 (GFLOP/s)\n");
   std::printf("%-18s %8s %8s\n", "M x N x K, op", "1t", "2t");
-  struct Case { int64_t M, N, K; bool ta, tb; };
+  struct Case {
+    int64_t M, N, K;
+    bool ta, tb;
+  };
   for (Case c : {Case{512, 512, 512, false, false}, Case{512, 512, 512, false, true}, Case{512, 512, 512, true, false},
                  Case{128, 576, 576, false, true}, Case{64, 64, 64, false, true}}) {
     std::vector<float> A(size_t(c.M * c.K), 0.5f), B(size_t(c.K * c.N), 0.25f), C(size_t(c.M * c.N));
@@ -185,7 +189,6 @@ void bench_gemm() {
     std::printf("%-18s %s %s\n", label, cell(gf[0], 8).c_str(), cell(gf[1], 8).c_str());
   }
 }
-
 
 // One decode step's attention in one layer of SmolLM2-135M (9 query heads over 3 KV heads of 64),
 // over 30 layers' KV caches in turn so that they come from L3 or DRAM, as in a real decode step.
@@ -207,8 +210,10 @@ void bench_attention() {
           Tensor x = Tensor::empty({1, S, Hkv, Dh}, t);
           for (int64_t i = 0; i < x.numel(); ++i) {
             const float f = dist(rng);
-            if (t == DType::F16) static_cast<uint16_t*>(x.raw_mut())[i] = f32_to_fp16(f);
-            else x.data_mut()[i] = f;
+            if (t == DType::F16)
+              static_cast<uint16_t*>(x.raw_mut())[i] = f32_to_fp16(f);
+            else
+              x.data_mut()[i] = f;
           }
           kv->push_back(x);
         }
@@ -217,11 +222,12 @@ void bench_attention() {
         set_num_threads(threads);
         size_t l = 0;
         us[threads - 1] = 1e6 * time_per_call([&] {
-          attention(q, k[l], v[l], {.scale = 0.125f});
-          l = (l + 1) % k.size();
-        });
+                            attention(q, k[l], v[l], {.scale = 0.125f});
+                            l = (l + 1) % k.size();
+                          });
       }
-      std::printf("%-6s %6lld | %s %s\n", std::string(name(t)).c_str(), (long long)S, cell(us[0], 8).c_str(), cell(us[1], 8).c_str());
+      std::printf("%-6s %6lld | %s %s\n", std::string(name(t)).c_str(), (long long)S, cell(us[0], 8).c_str(),
+                  cell(us[1], 8).c_str());
     }
 }
 

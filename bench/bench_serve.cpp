@@ -54,7 +54,8 @@ Sample one_request(int port, const std::string& body) {
     buffer.append(data, n);
     for (size_t end; (end = buffer.find("\n\n")) != std::string::npos; buffer.erase(0, end + 2)) {
       const std::string ev = buffer.substr(0, end);
-      if (++events == 2) s.ttft_s = std::chrono::duration<double>(clock_type::now() - t0).count();  // the first token's chunk
+      if (++events == 2)
+        s.ttft_s = std::chrono::duration<double>(clock_type::now() - t0).count();  // the first token's chunk
       if (ev.rfind("data: {", 0) == 0) {
         const json j = json::parse(ev.substr(6), nullptr, false);
         if (j.is_object() && j.contains("usage") && j["usage"].is_object()) s.tokens = j["usage"]["completion_tokens"];
@@ -89,18 +90,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--levels") levels_text = next();
-    else if (a == "--requests") requests = std::atoi(next().c_str());
-    else if (a == "--max-tokens") max_tokens = std::atoi(next().c_str());
-    else if (a == "--prompt-words") prompt_words = std::atoi(next().c_str());
+    if (a == "--levels")
+      levels_text = next();
+    else if (a == "--requests")
+      requests = std::atoi(next().c_str());
+    else if (a == "--max-tokens")
+      max_tokens = std::atoi(next().c_str());
+    else if (a == "--prompt-words")
+      prompt_words = std::atoi(next().c_str());
     else if (a == "--help" || a == "-h") {
       std::puts("usage: bench_serve [MODEL] [--levels 1,4,8] [--requests 4] [--max-tokens 64] [--prompt-words 32]");
       return 0;
-    } else model_path = a;
+    } else
+      model_path = a;
   }
-  if (model_path.empty()) {  // the real-vocabulary fixture: $TOY_FIXTURES, or ../shared/fixtures from the repository root
+  if (model_path
+          .empty()) {  // the real-vocabulary fixture: $TOY_FIXTURES, or ../shared/fixtures from the repository root
     const char* fx = std::getenv("TOY_FIXTURES");
-    for (std::string dir : {std::string(fx ? fx : ""), std::string("../shared/fixtures"), std::string("../../shared/fixtures")})
+    for (std::string dir :
+         {std::string(fx ? fx : ""), std::string("../shared/fixtures"), std::string("../../shared/fixtures")})
       if (!dir.empty() && model_path.empty() && std::filesystem::exists(dir + "/real/llama-2-tiny-random.gguf"))
         model_path = dir + "/real/llama-2-tiny-random.gguf";
     if (model_path.empty()) model_path = "../shared/fixtures/real/llama-2-tiny-random.gguf";
@@ -141,9 +149,10 @@ int main(int argc, char** argv) {
   one_request(port, body);  // warm-up
 
   std::printf("model %s (%s, n_vocab %lld), %d slots, %d requests per client, %d tokens each\n",
-              std::filesystem::path(model_path).filename().c_str(), model->config().arch.c_str(), (long long)model->config().n_vocab,
-              cfg.parallel, requests, max_tokens);
-  std::printf("%8s %9s %8s %10s %13s %13s %6s\n", "clients", "requests", "req/s", "gen tok/s", "mean TTFT ms", "p50 total ms", "fail");
+              std::filesystem::path(model_path).filename().c_str(), model->config().arch.c_str(),
+              (long long)model->config().n_vocab, cfg.parallel, requests, max_tokens);
+  std::printf("%8s %9s %8s %10s %13s %13s %6s\n", "clients", "requests", "req/s", "gen tok/s", "mean TTFT ms",
+              "p50 total ms", "fail");
   for (int clients : levels) {
     std::vector<std::vector<Sample>> per(static_cast<size_t>(clients));
     const auto t0 = clock_type::now();
@@ -167,8 +176,8 @@ int main(int argc, char** argv) {
       lat.push_back(s.latency_s);
     }
     std::sort(lat.begin(), lat.end());
-    std::printf("%8d %9zu %8.2f %10.1f %13.1f %13.1f %6d\n", clients, all.size(), double(all.size()) / wall, double(tokens) / wall,
-                1000 * ttft / double(all.size()), 1000 * lat[lat.size() / 2], failed);
+    std::printf("%8d %9zu %8.2f %10.1f %13.1f %13.1f %6d\n", clients, all.size(), double(all.size()) / wall,
+                double(tokens) / wall, 1000 * ttft / double(all.size()), 1000 * lat[lat.size() / 2], failed);
     std::fflush(stdout);
   }
   server.stop();

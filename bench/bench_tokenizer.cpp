@@ -8,9 +8,9 @@
 // decode() over the resulting ids. The built-in byte-level vocabulary is measured too. Times are
 // the thread's CPU time, so that a busy machine (other builds on the same cores) distorts them less.
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -49,8 +49,8 @@ void measure(const std::string& label, const toy::Tokenizer& tok, const std::str
     best_dec = std::min(best_dec, cpu_seconds() - t0);
   }
   const double mb = double(text.size()) / 1e6;
-  std::printf("%-16s %9zu tokens  %5.2f bytes/token  encode %7.1f MB/s  decode %7.1f MB/s\n", label.c_str(),
-              ids.size(), double(text.size()) / double(ids.size()), mb / best_enc, mb / best_dec);
+  std::printf("%-16s %9zu tokens  %5.2f bytes/token  encode %7.1f MB/s  decode %7.1f MB/s\n", label.c_str(), ids.size(),
+              double(text.size()) / double(ids.size()), mb / best_enc, mb / best_dec);
 }
 
 }  // namespace
@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
   fs::path text_path = shared_dir("TOY_CORPORA", "corpora") / "war_and_peace_pg2600.txt";
   std::vector<std::string> vocabs;
   for (int i = 1; i < argc; ++i) {
-    if (i == 1 && fs::exists(argv[i])) text_path = argv[i];
-    else vocabs.emplace_back(argv[i]);
+    if (i == 1 && fs::exists(argv[i]))
+      text_path = argv[i];
+    else
+      vocabs.emplace_back(argv[i]);
   }
   if (vocabs.empty()) vocabs = {"llama-bpe", "llama-spm"};
 

@@ -22,10 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <utility>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "toy/archs/llama.h"
 #include "toy/engines/train.h"
@@ -43,8 +43,15 @@ struct Shape_ {
 LlamaHparams hparams(const Shape_& s) {
   LlamaHparams hp;
   const int64_t dh = s.d_model / s.n_head;
-  hp.c = {.arch = "llama", .n_vocab = s.n_vocab, .d_model = s.d_model, .n_layer = s.n_layer, .n_head = s.n_head,
-          .n_kv_head = s.n_kv_head, .d_head = dh, .d_ff = s.d_ff, .n_ctx = s.T};
+  hp.c = {.arch = "llama",
+          .n_vocab = s.n_vocab,
+          .d_model = s.d_model,
+          .n_layer = s.n_layer,
+          .n_head = s.n_head,
+          .n_kv_head = s.n_kv_head,
+          .d_head = dh,
+          .d_ff = s.d_ff,
+          .n_ctx = s.T};
   hp.attn.n_head = s.n_head;
   hp.attn.n_kv_head = s.n_kv_head;
   hp.attn.d_head = dh;
@@ -55,7 +62,7 @@ LlamaHparams hparams(const Shape_& s) {
 
 double flops_per_step(const Shape_& s) {
   const double D = double(s.d_model), dh = D / double(s.n_head), kv = dh * double(s.n_kv_head), F = double(s.d_ff);
-  const double per_layer = D * D + 2 * D * kv + D * D + 3 * D * F;  // q, k, v, o, gate, up, down
+  const double per_layer = D * D + 2 * D * kv + D * D + 3 * D * F;         // q, k, v, o, gate, up, down
   const double N = double(s.n_layer) * per_layer + double(s.n_vocab) * D;  // + output projection
   const double tokens = double(s.B * s.T);
   return 6 * N * tokens + 12 * double(s.n_layer) * double(s.T) * D * tokens;
@@ -76,7 +83,8 @@ Result bench_toy(const Shape_& s, int steps) {
   const LlamaHparams hp = hparams(s);
   LlamaModel model(hp, LlamaModel::random_weights(hp, /*tied=*/true, 0));
   TrainEngine engine(model, {.schedule = {.kind = ScheduleKind::Constant, .lr = 1e-3f, .warmup = 0, .total = steps + 1},
-                             .adamw = {}, .clip = 1.0f});
+                             .adamw = {},
+                             .clip = 1.0f});
   std::mt19937 rng(0);
   std::uniform_int_distribution<int32_t> id(0, int32_t(s.n_vocab) - 1);
   std::vector<int32_t> ids(size_t(s.B * (s.T + 1)));
@@ -99,10 +107,12 @@ std::pair<double, double> bench_torch(const Shape_& s, int steps, int threads) {
   for (const char* py : {"python3", "/usr/bin/python3"}) {
     if (std::system((std::string(py) + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) continue;
     char cmd[1024];
-    std::snprintf(cmd, sizeof cmd, "%s %s --d-model %lld --layers %lld --heads %lld --kv-heads %lld --ff %lld --vocab %lld "
+    std::snprintf(cmd, sizeof cmd,
+                  "%s %s --d-model %lld --layers %lld --heads %lld --kv-heads %lld --ff %lld --vocab %lld "
                   "--context %lld --batch %lld --steps %d --threads %d",
-                  py, script.c_str(), (long long)s.d_model, (long long)s.n_layer, (long long)s.n_head, (long long)s.n_kv_head,
-                  (long long)s.d_ff, (long long)s.n_vocab, (long long)s.T, (long long)s.B, steps, threads);
+                  py, script.c_str(), (long long)s.d_model, (long long)s.n_layer, (long long)s.n_head,
+                  (long long)s.n_kv_head, (long long)s.d_ff, (long long)s.n_vocab, (long long)s.T, (long long)s.B,
+                  steps, threads);
     FILE* p = popen(cmd, "r");
     if (!p) return {-1, -1};
     double ms = -1, cpu = -1;
@@ -125,10 +135,14 @@ int main(int argc, char** argv) {
   bool torch = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) steps = std::atoi(argv[++i]);
-    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (a == "--no-torch") torch = false;
-    else which = a;
+    if (a == "--steps" && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (a == "--no-torch")
+      torch = false;
+    else
+      which = a;
   }
   if (threads > 0) kernels::set_num_threads(threads);
   if (!std::getenv("TOY_BENCH_MMAP")) {  // as `toy train` does: keep freed memory for the next step
@@ -140,7 +154,8 @@ int main(int argc, char** argv) {
       {"smollm", 576, 30, 9, 3, 1536, 49152, 256, 4, 2},
   };
   std::printf("threads: %d\n", kernels::num_threads());
-  std::printf("%-7s %9s %9s %9s %9s | %11s %11s %9s\n", "model", "ms/step", "cpu ms", "tok/s", "GFLOP/s", "torch ms", "torch cpu", "speedup");
+  std::printf("%-7s %9s %9s %9s %9s | %11s %11s %9s\n", "model", "ms/step", "cpu ms", "tok/s", "GFLOP/s", "torch ms",
+              "torch cpu", "speedup");
   for (const Shape_& s : shapes) {
     if (which != "all" && which != s.name) continue;
     const int n = steps > 0 ? steps : int(s.steps);
@@ -150,8 +165,10 @@ int main(int argc, char** argv) {
                 flops_per_step(s) / r.ms_per_step / 1e6);
     std::fflush(stdout);
     const auto [t, tc] = torch ? bench_torch(s, n, kernels::num_threads()) : std::pair<double, double>{-1, -1};
-    if (t > 0) std::printf(" | %11.1f %11.1f %8.2fx\n", t, tc, t / r.ms_per_step);
-    else std::printf(" | %11s %11s %9s\n", "-", "-", "-");
+    if (t > 0)
+      std::printf(" | %11.1f %11.1f %8.2fx\n", t, tc, t / r.ms_per_step);
+    else
+      std::printf(" | %11s %11s %9s\n", "-", "-", "-");
   }
   return 0;
 }

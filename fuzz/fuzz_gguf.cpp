@@ -13,7 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)sink;
     }
     for (const auto& [k, v] : f->metadata()) (void)v.to_display();
-  } catch (const toy::gguf::GgufError&) {
-  }
+  } catch (const toy::gguf::GgufError&) {}
   return 0;
 }

@@ -19,9 +19,12 @@ namespace {
 
 std::shared_ptr<const toy::Tokenizer> load_vocab() {
   std::string path;
-  if (const char* v = std::getenv("TOY_FUZZ_VOCAB")) path = v;
-  else if (const char* f = std::getenv("TOY_FIXTURES")) path = std::string(f) + "/tokenizer/ggml-vocab-llama-spm.gguf";
-  else path = "../shared/fixtures/tokenizer/ggml-vocab-llama-spm.gguf";
+  if (const char* v = std::getenv("TOY_FUZZ_VOCAB"))
+    path = v;
+  else if (const char* f = std::getenv("TOY_FIXTURES"))
+    path = std::string(f) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  else
+    path = "../shared/fixtures/tokenizer/ggml-vocab-llama-spm.gguf";
   if (!std::filesystem::exists(path)) return toy::Tokenizer::byte_level();
   return toy::Tokenizer::from_gguf(*toy::gguf::GgufFile::open(path));  // a broken vocabulary aborts the run
 }

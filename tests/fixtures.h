@@ -32,10 +32,10 @@ inline std::filesystem::path fixture(const std::string& rel) {
   return std::filesystem::exists(p) ? p : std::filesystem::path();
 }
 
-#define TOY_REQUIRE_FIXTURE(var, rel)                                                              \
-  const std::filesystem::path var = ::toy::test::fixture(rel);                                     \
-  if (var.empty()) GTEST_SKIP() << "fixture " << (rel) << " not found under " << ::toy::test::fixtures_dir() \
-                                << " (set TOY_FIXTURES)";
+#define TOY_REQUIRE_FIXTURE(var, rel)                          \
+  const std::filesystem::path var = ::toy::test::fixture(rel); \
+  if (var.empty())                                             \
+    GTEST_SKIP() << "fixture " << (rel) << " not found under " << ::toy::test::fixtures_dir() << " (set TOY_FIXTURES)";
 
 inline std::vector<uint8_t> read_bytes(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -72,14 +72,16 @@ struct RunResult {
 // Runs `toy ARGS` (ARGS is shell text) and captures stdout, stderr and the exit code.
 inline RunResult run_toy(const std::string& args, const std::string& stdin_text = "") {
   static int counter = 0;
-  const std::string base = ::testing::TempDir() + "/toy_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string base =
+      ::testing::TempDir() + "/toy_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
   {
     std::ofstream in(base + ".in", std::ios::binary);
     in << stdin_text;
   }
   const std::string cmd = toy_bin() + " " + args + " <" + base + ".in >" + base + ".out 2>" + base + ".err";
   const int status = std::system(cmd.c_str());
-  RunResult r{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text(base + ".out"), read_text(base + ".err")};
+  RunResult r{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_text(base + ".out"),
+              read_text(base + ".err")};
   std::filesystem::remove(base + ".in");
   std::filesystem::remove(base + ".out");
   std::filesystem::remove(base + ".err");
@@ -92,12 +94,20 @@ class ScopedEnv {
   ScopedEnv() = default;
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
-  void set(const char* k, const std::string& v) { save(k); ::setenv(k, v.c_str(), 1); }
-  void unset(const char* k) { save(k); ::unsetenv(k); }
+  void set(const char* k, const std::string& v) {
+    save(k);
+    ::setenv(k, v.c_str(), 1);
+  }
+  void unset(const char* k) {
+    save(k);
+    ::unsetenv(k);
+  }
   ~ScopedEnv() {
     for (auto& [k, v] : saved_)
-      if (v.second) ::setenv(k.c_str(), v.first.c_str(), 1);
-      else ::unsetenv(k.c_str());
+      if (v.second)
+        ::setenv(k.c_str(), v.first.c_str(), 1);
+      else
+        ::unsetenv(k.c_str());
   }
 
  private:

@@ -151,7 +151,8 @@ TEST(KvCache, F16HalvesTheMemoryAndAttentionReadsTheHalves) {
       ASSERT_EQ(Kf.data()[(pos0 - T) * 64 + i], fp16_to_f32(f32_to_fp16(k.data()[i])));
       ASSERT_EQ(Vf.data()[(pos0 - T) * 64 + i], fp16_to_f32(f32_to_fp16(v.data()[i])));
     }
-    for (const AttentionOptions& o : {AttentionOptions{.scale = 0.18f}, AttentionOptions{.scale = 0.18f, .softcap = 5, .window = 8}})
+    for (const AttentionOptions& o :
+         {AttentionOptions{.scale = 0.18f}, AttentionOptions{.scale = 0.18f, .softcap = 5, .window = 8}})
       EXPECT_EQ(attention(q, K, V, o).to_vector(), attention(q, Kf, Vf, o).to_vector()) << "T " << T;
   }
 }
@@ -197,7 +198,8 @@ TEST(Rope, MatchesTheFormulaWhateverCameBefore) {
           want[size_t(a)] = xi[a] * std::cos(theta) - xi[b] * std::sin(theta);
           want[size_t(b)] = xi[a] * std::sin(theta) + xi[b] * std::cos(theta);
         }
-        for (int64_t d = 0; d < Dh; ++d) ASSERT_NEAR(yi[d], want[size_t(d)], 1e-5) << "case " << c << " bt " << bt << " d " << d;
+        for (int64_t d = 0; d < Dh; ++d)
+          ASSERT_NEAR(yi[d], want[size_t(d)], 1e-5) << "case " << c << " bt " << bt << " d " << d;
       }
   }
 }
@@ -294,7 +296,8 @@ TEST(Moe, TopKTiesGoToTheLowerIndex) {
 TEST(Moe, FfnMatchesDenseReference) {
   std::mt19937_64 rng(7);
   const int64_t N = 9, D = 8, F = 6, E = 5, k = 2;
-  MoeFfnWeights w{randn({E, D}, rng), randn({E, F, D}, rng, 0.3f), randn({E, F, D}, rng, 0.3f), randn({E, D, F}, rng, 0.3f)};
+  MoeFfnWeights w{randn({E, D}, rng), randn({E, F, D}, rng, 0.3f), randn({E, F, D}, rng, 0.3f),
+                  randn({E, D, F}, rng, 0.3f)};
   Tensor x = randn({N, D}, rng);
   Tensor y = moe_ffn(w, {.n_expert = E, .n_expert_used = k}, x);
   auto at = [](const Tensor& t, int64_t i) { return double(t.data()[i]); };
@@ -348,7 +351,8 @@ TEST(Moe, ExpertSlabsAreZeroCopyViewsInEveryDtype) {
         EXPECT_EQ(s.dtype(), W.dtype());
         EXPECT_EQ(s.raw(), static_cast<const char*>(W.raw()) + e * slab_bytes) << dt << " " << name << " expert " << e;
         const std::vector<float> v = s.to_vector();
-        ASSERT_TRUE(std::equal(v.begin(), v.end(), all.begin() + e * 128 * 128)) << dt << " " << name << " expert " << e;
+        ASSERT_TRUE(std::equal(v.begin(), v.end(), all.begin() + e * 128 * 128))
+            << dt << " " << name << " expert " << e;
       }
     }
     ++run;
@@ -363,8 +367,10 @@ TEST(Olmoe, MissingOrMisshapedExpertTensorIsNamed) {
     gguf::GgufWriter w;
     for (const auto& [k, v] : f->metadata()) w.set(k, v);
     for (const gguf::TensorInfo& t : f->tensors()) {
-      if (t.name != skip) w.add_tensor(t.name, t.shape, t.dtype, f->tensor_data(t));
-      else if (misshape) w.add_tensor(t.name, {4, 256, 128}, t.dtype, f->tensor_data(t));  // same bytes, wrong shape
+      if (t.name != skip)
+        w.add_tensor(t.name, t.shape, t.dtype, f->tensor_data(t));
+      else if (misshape)
+        w.add_tensor(t.name, {4, 256, 128}, t.dtype, f->tensor_data(t));  // same bytes, wrong shape
     }
     w.write(temp_path(out));
     return temp_path(out);
@@ -379,8 +385,10 @@ TEST(Olmoe, MissingOrMisshapedExpertTensorIsNamed) {
     load(without("blk.0.ffn_down_exps.weight", "olmoe_misshaped.gguf", true));
     FAIL() << "loading a mis-shaped expert tensor succeeded";
   } catch (const gguf::GgufError& e) {
-    EXPECT_NE(std::string(e.what()).find("'blk.0.ffn_down_exps.weight' has shape [4, 256, 128], expected [8, 128, 128]"),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("'blk.0.ffn_down_exps.weight' has shape [4, 256, 128], expected [8, 128, 128]"),
+        std::string::npos)
+        << e.what();
   }
 }
 
@@ -427,7 +435,8 @@ TEST(Archs, SaveAndReloadGivesTheSameLogits) {
       names.push_back(t.name());
       w.add_tensor(t.name(), t);
     });
-    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << "a parameter was visited twice";
+    EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size())
+        << "a parameter was visited twice";
     EXPECT_EQ(names.size(), gguf::GgufFile::open(p.string())->tensors().size());
     const std::string out = temp_path(p.filename().string());
     w.write(out);
@@ -442,7 +451,8 @@ TEST(Archs, SaveAndReloadGivesTheSameLogits) {
 // stacked experts, the fused QKV split and the learned positions included).
 TEST(Archs, EveryParameterGetsAGradient) {
   int run = 0;
-  for (const char* rel : {"models/gemma2softcap/gemma2softcap-f32.gguf", "models/olmoe/olmoe-f32.gguf", "models/gpt2/gpt2-f32.gguf"}) {
+  for (const char* rel :
+       {"models/gemma2softcap/gemma2softcap-f32.gguf", "models/olmoe/olmoe-f32.gguf", "models/gpt2/gpt2-f32.gguf"}) {
     const fs::path p = test::fixture(rel);
     if (p.empty()) continue;
     SCOPED_TRACE(rel);
@@ -450,7 +460,8 @@ TEST(Archs, EveryParameterGetsAGradient) {
     model->for_each_param([](Tensor& t) { t.requires_grad_(); });
     const std::vector<int32_t> toks = {1, 33, 444, 12, 90, 91, 92, 93};
     Tensor logits = model->forward(Tensor::from_ids({1, 8}, toks), Ctx{});
-    cross_entropy(logits.reshape({8, 512}), Tensor::from_ids({8}, std::vector<int32_t>{33, 444, 12, 90, 91, 92, 93, 5})).backward();
+    cross_entropy(logits.reshape({8, 512}), Tensor::from_ids({8}, std::vector<int32_t>{33, 444, 12, 90, 91, 92, 93, 5}))
+        .backward();
     model->for_each_param([](Tensor& t) {
       ASSERT_TRUE(t.grad().defined()) << t.name() << " got no gradient";
       double s = 0;
@@ -521,8 +532,13 @@ TEST(PrimitiveGradients, GatherConcatScatterScaleRows) {
   check_grad([&](const std::vector<Tensor>& a) { return gather_rows(a[0], rows); }, {randn({4, 3}, rng)}, 14);
   check_grad([&](const std::vector<Tensor>& a) { return scatter_add_rows(a[0], rows, a[1]); },
              {randn({4, 3}, rng), randn({5, 3}, rng)}, 15);
-  check_grad([](const std::vector<Tensor>& a) { return scale_rows(a[0], a[1]); }, {randn({4, 3}, rng), randn({4}, rng)}, 16);
-  check_grad([](const std::vector<Tensor>& a) { return concat_rows({a[0], a[1]}); }, {randn({2, 3}, rng), randn({3, 3}, rng)}, 18);
+  check_grad([](const std::vector<Tensor>& a) { return scale_rows(a[0], a[1]); }, {randn({4, 3}, rng), randn({4}, rng)},
+             16);
+  check_grad(
+      [](const std::vector<Tensor>& a) {
+        return concat_rows({a[0], a[1]});
+      },
+      {randn({2, 3}, rng), randn({3, 3}, rng)}, 18);
 }
 
 // The whole MoE FFN is differentiable in x, the router and the stacked experts (the routing
@@ -535,5 +551,6 @@ TEST(PrimitiveGradients, MoeFfn) {
         return moe_ffn({.ffn_gate_inp = a[1], .ffn_gate_exps = a[2], .ffn_up_exps = a[3], .ffn_down_exps = a[4]},
                        {.n_expert = E, .n_expert_used = 2}, a[0]);
       },
-      {randn({N, D}, rng), randn({E, D}, rng), randn({E, F, D}, rng), randn({E, F, D}, rng), randn({E, D, F}, rng)}, 17);
+      {randn({N, D}, rng), randn({E, D}, rng), randn({E, F, D}, rng), randn({E, F, D}, rng), randn({E, D, F}, rng)},
+      17);
 }

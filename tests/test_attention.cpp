@@ -25,8 +25,8 @@ struct Case {
   int64_t B, T, S, H, Hkv, Dh;
   AttentionOptions o;
   std::string name() const {
-    return "B" + std::to_string(B) + " T" + std::to_string(T) + " S" + std::to_string(S) + " H" + std::to_string(H) + "/" +
-           std::to_string(Hkv) + " Dh" + std::to_string(Dh) + " cap " + std::to_string(o.softcap) + " window " +
+    return "B" + std::to_string(B) + " T" + std::to_string(T) + " S" + std::to_string(S) + " H" + std::to_string(H) +
+           "/" + std::to_string(Hkv) + " Dh" + std::to_string(Dh) + " cap " + std::to_string(o.softcap) + " window " +
            std::to_string(o.window);
   }
 };
@@ -119,7 +119,8 @@ TEST(Attention, SameBitsForAnyThreadCount) {
       const std::vector<std::vector<float>> got = {o.to_vector(), q.grad().to_vector(), k.grad().to_vector(),
                                                    v.grad().to_vector()};
       if (first.empty()) first = got;
-      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], first[i]) << c.name() << ", output " << i << ", " << threads << " threads";
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], first[i]) << c.name() << ", output " << i << ", " << threads << " threads";
     }
   }
   kernels::set_num_threads(keep);

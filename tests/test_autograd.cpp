@@ -26,8 +26,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#include <typeinfo>
 #include <span>
+#include <typeinfo>
 #include <vector>
 
 #include "toy/archs/llama.h"
@@ -98,8 +98,10 @@ void check_op() {
   // Central differences of the numeric side (the same forward, or a reference the op names).
   NoGrad no_grad;
   auto numeric_forward = [&]() {
-    if constexpr (requires { Op::reference(x); }) return Op::reference(x);
-    else return Op::forward(x);
+    if constexpr (requires { Op::reference(x); })
+      return Op::reference(x);
+    else
+      return Op::forward(x);
   };
   for (size_t i = 0; i < x.size(); ++i) {
     if (!differentiable(i)) {
@@ -124,9 +126,10 @@ void check_op() {
       const double ratio = std::abs(analytic - numeric) / (tol.atol + tol.rtol * std::abs(numeric));
       if (ratio > worst) worst = ratio, worst_a = analytic, worst_n = numeric, worst_e = e;
     }
-    if (std::getenv("GRAD_VERBOSE")) std::printf("  %s input %zu: worst error / bound = %.3g\n", typeid(Op).name(), i, worst);
-    EXPECT_LE(worst, 1.0) << "input " << i << " " << to_string(x[i].shape()) << ", element " << worst_e
-                          << ": analytic " << worst_a << " vs numeric " << worst_n;
+    if (std::getenv("GRAD_VERBOSE"))
+      std::printf("  %s input %zu: worst error / bound = %.3g\n", typeid(Op).name(), i, worst);
+    EXPECT_LE(worst, 1.0) << "input " << i << " " << to_string(x[i].shape()) << ", element " << worst_e << ": analytic "
+                          << worst_a << " vs numeric " << worst_n;
   }
 }
 
@@ -240,29 +243,38 @@ struct RopeNeoxPartial {  // half-split pairs, 4 of 8 dimensions rotated, positi
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 3, 2, 8})}; }
   static Tensor forward(std::span<const Tensor> x) {
     const std::vector<float> f = {1.0f, 4.0f};
-    return rope(x[0], Tensor::from_ids({1, 3}, std::vector<int32_t>{7, 8, 9}), {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)});
+    return rope(x[0], Tensor::from_ids({1, 3}, std::vector<int32_t>{7, 8, 9}),
+                {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)});
   }
 };
 
 // Attention: q [B, T, H, Dh], k, v [B, S, Hkv, Dh]. Scores are O(1) with scale 1/√Dh, so the
 // softmax's third derivatives stay O(1) and the default tolerance holds.
 struct AttentionCausal {
-  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 4, 2, 4}), r.normal({2, 4, 2, 4}), r.normal({2, 4, 2, 4})}; }
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({2, 4, 2, 4}), r.normal({2, 4, 2, 4}), r.normal({2, 4, 2, 4})};
+  }
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
 };
 
 struct AttentionGqa {  // 4 query heads over 2 KV heads: dk, dv sum over the group
-  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 5, 4, 4}), r.normal({1, 5, 2, 4}), r.normal({1, 5, 2, 4})}; }
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 5, 4, 4}), r.normal({1, 5, 2, 4}), r.normal({1, 5, 2, 4})};
+  }
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
 };
 
 struct AttentionCachedPrefix {  // S > T: queries sit at positions S − T … S − 1
-  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 3, 2, 4}), r.normal({1, 6, 1, 4}), r.normal({1, 6, 1, 4})}; }
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 3, 2, 4}), r.normal({1, 6, 1, 4}), r.normal({1, 6, 1, 4})};
+  }
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
 };
 
 struct AttentionWindow {  // each query sees only the last 2 positions
-  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 6, 2, 4}), r.normal({1, 6, 1, 4}), r.normal({1, 6, 1, 4})}; }
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 6, 2, 4}), r.normal({1, 6, 1, 4}), r.normal({1, 6, 1, 4})};
+  }
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .window = 2}); }
 };
 
@@ -272,7 +284,9 @@ struct AttentionSoftcap {
   static std::vector<Tensor> inputs(Rng& r) {
     return {r.normal({1, 4, 2, 4}, 0.0f, 2.0f), r.normal({1, 4, 2, 4}, 0.0f, 2.0f), r.normal({1, 4, 2, 4})};
   }
-  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .softcap = 2.0f}); }
+  static Tensor forward(std::span<const Tensor> x) {
+    return attention(x[0], x[1], x[2], {.scale = 0.5f, .softcap = 2.0f});
+  }
   static Tolerance tolerance() { return {.h = 5e-3}; }
 };
 
@@ -280,7 +294,9 @@ struct AttentionSoftcap {
 // combined: 70 keys make two chunks; d_head 8 takes the AVX2 kernels. With a window of 8 the
 // queries start inside the first chunk; the cap bends the scores.
 struct AttentionDecodeChunks {
-  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 2, 2, 8}), r.normal({1, 70, 1, 8}), r.normal({1, 70, 1, 8})}; }
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 2, 2, 8}), r.normal({1, 70, 1, 8}), r.normal({1, 70, 1, 8})};
+  }
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.35f}); }
 };
 
@@ -288,14 +304,18 @@ struct AttentionDecodeWindowSoftcap {
   static std::vector<Tensor> inputs(Rng& r) {
     return {r.normal({1, 3, 2, 8}, 0.0f, 2.0f), r.normal({1, 70, 1, 8}, 0.0f, 2.0f), r.normal({1, 70, 1, 8})};
   }
-  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.35f, .softcap = 2.0f, .window = 8}); }
+  static Tensor forward(std::span<const Tensor> x) {
+    return attention(x[0], x[1], x[2], {.scale = 0.35f, .softcap = 2.0f, .window = 8});
+  }
   static Tolerance tolerance() { return {.h = 5e-3}; }
 };
 
 // From 8 queries on, attention runs as blocked gemm products (32 queries a block): two blocks,
 // keys before the queries (S > T), then a window with a soft-cap inside one block.
 struct AttentionBlocks {
-  static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 36, 2, 4}), r.normal({1, 40, 1, 4}), r.normal({1, 40, 1, 4})}; }
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 36, 2, 4}), r.normal({1, 40, 1, 4}), r.normal({1, 40, 1, 4})};
+  }
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f}); }
 };
 
@@ -303,7 +323,9 @@ struct AttentionBlocksWindowSoftcap {
   static std::vector<Tensor> inputs(Rng& r) {
     return {r.normal({2, 12, 2, 4}, 0.0f, 2.0f), r.normal({2, 12, 1, 4}, 0.0f, 2.0f), r.normal({2, 12, 1, 4})};
   }
-  static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .softcap = 2.0f, .window = 5}); }
+  static Tensor forward(std::span<const Tensor> x) {
+    return attention(x[0], x[1], x[2], {.scale = 0.5f, .softcap = 2.0f, .window = 5});
+  }
   static Tolerance tolerance() { return {.h = 5e-3}; }
 };
 
@@ -314,7 +336,8 @@ struct CrossEntropy {  // logits [N, V], targets I32 [N]
 
 struct SwigluFfn {  // composed: linear, silu, mul — no rule of its own
   static std::vector<Tensor> inputs(Rng& r) {
-    return {r.normal({2, 3, 4}), r.normal({6, 4}, 0.0f, 0.5f), r.normal({6, 4}, 0.0f, 0.5f), r.normal({4, 6}, 0.0f, 0.5f)};
+    return {r.normal({2, 3, 4}), r.normal({6, 4}, 0.0f, 0.5f), r.normal({6, 4}, 0.0f, 0.5f),
+            r.normal({4, 6}, 0.0f, 0.5f)};
   }
   static Tensor forward(std::span<const Tensor> x) {
     return swiglu_ffn({.ffn_gate = x[1], .ffn_up = x[2], .ffn_down = x[3]}, x[0]);
@@ -329,17 +352,31 @@ struct SwigluFfn {  // composed: linear, silu, mul — no rule of its own
 struct LlamaLoss {
   static LlamaHparams hparams() {
     LlamaHparams hp;
-    hp.c = {.arch = "llama", .n_vocab = 11, .d_model = 8, .n_layer = 2, .n_head = 4, .n_kv_head = 2, .d_head = 2, .d_ff = 12, .n_ctx = 16};
-    hp.attn = {.n_head = 4, .n_kv_head = 2, .d_head = 2, .rope = {.mode = RopeMode::Norm, .n_rot = 2, .base = 10000.0f, .freq_factors = {}}, .options = {.scale = 0.70710678f}};
+    hp.c = {.arch = "llama",
+            .n_vocab = 11,
+            .d_model = 8,
+            .n_layer = 2,
+            .n_head = 4,
+            .n_kv_head = 2,
+            .d_head = 2,
+            .d_ff = 12,
+            .n_ctx = 16};
+    hp.attn = {.n_head = 4,
+               .n_kv_head = 2,
+               .d_head = 2,
+               .rope = {.mode = RopeMode::Norm, .n_rot = 2, .base = 10000.0f, .freq_factors = {}},
+               .options = {.scale = 0.70710678f}};
     return hp;
   }
   static std::vector<Tensor> inputs(Rng& r) {
     LlamaWeights w = LlamaModel::random_weights(hparams(), /*tied=*/true, 7);
     LlamaModel m(hparams(), w);
     std::vector<Tensor> x;
-    m.for_each_param([&](Tensor& t) { x.push_back(t.dim() == 2 ? r.normal(t.shape(), 0.0f, 0.3f) : r.normal(t.shape(), 1.0f, 0.2f)); });
-    x.push_back(r.ids({2, 5}, 11));   // tokens
-    x.push_back(r.ids({10}, 11));     // targets
+    m.for_each_param([&](Tensor& t) {
+      x.push_back(t.dim() == 2 ? r.normal(t.shape(), 0.0f, 0.3f) : r.normal(t.shape(), 1.0f, 0.2f));
+    });
+    x.push_back(r.ids({2, 5}, 11));  // tokens
+    x.push_back(r.ids({10}, 11));    // targets
     return x;
   }
   static Tensor forward(std::span<const Tensor> x) {
@@ -360,7 +397,8 @@ struct WrongRule {
     Tensor y = Tensor::empty(x[0].shape());
     for (int64_t i = 0; i < y.numel(); ++i) y.data_mut()[i] = x[0].data()[i] * x[0].data()[i];
     if (needs_grad({&x[0]}))
-      record(y, "wrong", {x[0]}, [x0 = x[0]](const Tensor& d) { return std::vector<Tensor>{scale(mul(d, x0), 2.04f)}; });
+      record(y, "wrong", {x[0]},
+             [x0 = x[0]](const Tensor& d) { return std::vector<Tensor>{scale(mul(d, x0), 2.04f)}; });
     return y;
   }
 };
@@ -423,7 +461,7 @@ TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
   w.requires_grad_();
   sum(mul(w, w)).backward();
   sum(mul(w, w)).backward();
-  EXPECT_FLOAT_EQ(w.grad().data()[0], 4.0f);   // 2 · 2w
+  EXPECT_FLOAT_EQ(w.grad().data()[0], 4.0f);  // 2 · 2w
   EXPECT_FLOAT_EQ(w.grad().data()[1], -12.0f);
   w.zero_grad();
   EXPECT_FALSE(w.grad().defined());

@@ -34,7 +34,8 @@ void check_batching(const fs::path& path) {
   SCOPED_TRACE(path.filename().string());
   auto file = gguf::GgufFile::open(path.string());
   const auto& archs = architectures();
-  if (std::none_of(archs.begin(), archs.end(), [&](const Architecture& a) { return file->architecture() == a.name; })) return;
+  if (std::none_of(archs.begin(), archs.end(), [&](const Architecture& a) { return file->architecture() == a.name; }))
+    return;
   auto model = load_model(file);
   const int64_t V = model->config().n_vocab;
   auto token = [&](int64_t i) { return int32_t((i * 7919 + 13) % V); };
@@ -64,7 +65,8 @@ void check_batching(const fs::path& path) {
     ASSERT_EQ(batched.shape(), (Shape{int64_t(rows.size()), V}));
     for (size_t b = 0; b < rows.size(); ++b) {
       const Tensor single = alone[size_t(rows[b])]->feed(std::span<const int32_t>(&ids[b], 1));  // [1, V]
-      ASSERT_EQ(bits(batched, int64_t(b)), bits(single, 0)) << "sequence " << rows[b] << ", row " << b << " of " << rows.size();
+      ASSERT_EQ(bits(batched, int64_t(b)), bits(single, 0))
+          << "sequence " << rows[b] << ", row " << b << " of " << rows.size();
       EXPECT_EQ(together[size_t(rows[b])]->n_past(), alone[size_t(rows[b])]->n_past());
     }
   }
@@ -80,7 +82,8 @@ TEST(BatchDecode, EqualsOneSequenceAtATimeOnEveryFixture) {
     check_batching(p);
     archs.insert(gguf::GgufFile::open(p.string())->architecture());
   }
-  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "olmoe", "gpt2"}) EXPECT_TRUE(archs.count(arch)) << arch;
+  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "olmoe", "gpt2"})
+    EXPECT_TRUE(archs.count(arch)) << arch;
 }
 
 TEST(BatchDecode, RefusesWhatCannotBeBatched) {

@@ -9,7 +9,6 @@
 
 using toy::test::run_toy;
 
-
 TEST(Cli, HelpAndVersion) {
   auto h = run_toy("--help");
   EXPECT_EQ(h.code, 0);
@@ -18,8 +17,8 @@ TEST(Cli, HelpAndVersion) {
   EXPECT_EQ(v.code, 0);
   EXPECT_EQ(v.out.rfind("toy ", 0), 0u);
   EXPECT_EQ(run_toy("no-such-command").code, 2);
-  EXPECT_EQ(run_toy("describe").code, 2);                    // missing MODEL
-  EXPECT_EQ(run_toy("describe x.gguf --bogus").code, 2);     // unknown flag
+  EXPECT_EQ(run_toy("describe").code, 2);                 // missing MODEL
+  EXPECT_EQ(run_toy("describe x.gguf --bogus").code, 2);  // unknown flag
 }
 
 TEST(Cli, DescribeEveryFixture) {

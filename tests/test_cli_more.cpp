@@ -54,12 +54,14 @@ std::string reference(const json& m) {
   for (const auto& c : m["commands"]) {
     const std::string name = c["name"];
     s += "\n### `toy " + name + "`\n\n" + cell(c["summary"]) + "\n\n    toy " + name;
-    for (const auto& p : c["positionals"]) s += p["required"].get<bool>() ? " " + p["name"].get<std::string>() : " [" + p["name"].get<std::string>() + "]";
+    for (const auto& p : c["positionals"])
+      s += p["required"].get<bool>() ? " " + p["name"].get<std::string>() : " [" + p["name"].get<std::string>() + "]";
     s += " [options]\n\n";
     if (!c["positionals"].empty()) {
       s += "| argument | description |\n|---|---|\n";
       for (const auto& p : c["positionals"])
-        s += "| `" + p["name"].get<std::string>() + "` | " + cell(p["help"]) + (p["required"].get<bool>() ? "" : " (optional)") + " |\n";
+        s += "| `" + p["name"].get<std::string>() + "` | " + cell(p["help"]) +
+             (p["required"].get<bool>() ? "" : " (optional)") + " |\n";
       s += "\n";
     }
     s += "| option | type | default | description |\n|---|---|---|---|\n";
@@ -89,7 +91,8 @@ std::map<std::string, std::map<std::string, DocFlag>> parse_docs(const std::stri
     }
     if (cmd.empty() || line.rfind("| ", 0) != 0) continue;
     std::vector<std::string> cols;
-    for (size_t a = 1, b; (b = line.find(" |", a)) != std::string::npos; a = b + 2) cols.push_back(line.substr(a + 1, b - a - 1));
+    for (size_t a = 1, b; (b = line.find(" |", a)) != std::string::npos; a = b + 2)
+      cols.push_back(line.substr(a + 1, b - a - 1));
     if (cols.size() < 4) continue;
     const size_t at = cols[0].find("`--");
     if (at == std::string::npos) continue;
@@ -110,7 +113,8 @@ TEST(CliDocs, ReferenceMatchesManifest) {
   std::string md = read_text(docs_path());
   ASSERT_FALSE(md.empty()) << docs_path() << " is missing";
   size_t a = md.find(kBegin), b = md.find(kEnd);
-  ASSERT_TRUE(a != std::string::npos && b != std::string::npos && a < b) << "docs/cli.md lacks the generated-reference markers";
+  ASSERT_TRUE(a != std::string::npos && b != std::string::npos && a < b)
+      << "docs/cli.md lacks the generated-reference markers";
   const std::string want = reference(m);
   if (std::getenv("TOY_UPDATE_DOCS")) {
     md.replace(a, b + std::string(kEnd).size() - a, want);
@@ -136,11 +140,15 @@ TEST(CliDocs, ReferenceMatchesManifest) {
       EXPECT_EQ(it->second.type, f["type"].get<std::string>()) << name << " " << flag;
       EXPECT_EQ(it->second.def, cell(flag_default(f))) << name << " " << flag;
     }
-    for (const auto& [flag, d] : docs.at(name)) EXPECT_TRUE(flags.count(flag)) << "docs/cli.md documents `toy " << name << " " << flag << "`, which does not exist";
+    for (const auto& [flag, d] : docs.at(name))
+      EXPECT_TRUE(flags.count(flag)) << "docs/cli.md documents `toy " << name << " " << flag
+                                     << "`, which does not exist";
   }
-  for (const auto& [name, flags] : docs) EXPECT_TRUE(in_manifest.count(name)) << "docs/cli.md documents `toy " << name << "`, which does not exist";
+  for (const auto& [name, flags] : docs)
+    EXPECT_TRUE(in_manifest.count(name)) << "docs/cli.md documents `toy " << name << "`, which does not exist";
   EXPECT_EQ(md.substr(a, b + std::string(kEnd).size() - a), want)
-      << "docs/cli.md is out of date; regenerate it: TOY_UPDATE_DOCS=1 ./build/tests/toy_tests --gtest_filter='CliDocs.*'";
+      << "docs/cli.md is out of date; regenerate it: TOY_UPDATE_DOCS=1 ./build/tests/toy_tests "
+         "--gtest_filter='CliDocs.*'";
 
   // The exit-code table.
   for (const auto& [code, meaning] : m["exit_codes"].items())
@@ -172,7 +180,8 @@ TEST(CliManifest, DescribesEveryCommandAndFlag) {
       const std::string flag = f["name"];
       EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
       EXPECT_FALSE(f["help"].get<std::string>().empty()) << flag;
-      EXPECT_TRUE(std::set<std::string>({"bool", "int", "float", "string", "path"}).count(f["type"].get<std::string>())) << flag;
+      EXPECT_TRUE(std::set<std::string>({"bool", "int", "float", "string", "path"}).count(f["type"].get<std::string>()))
+          << flag;
       const std::string def = flag_default(f);
       if (f["type"] != "bool" && !def.empty()) {
         EXPECT_NE(h.out.find("(default: " + def + ")"), std::string::npos) << flag;
@@ -184,7 +193,8 @@ TEST(CliManifest, DescribesEveryCommandAndFlag) {
     for (const auto& p : c["positionals"]) EXPECT_NE(h.out.find(p["name"].get<std::string>()), std::string::npos);
   }
   // The commands of the issue; each is registered by its own cmd_<name>.cpp.
-  for (const char* want : {"new", "install", "list", "describe", "fetch", "infer", "train", "eval", "serve", "tokenize", "bench", "init"})
+  for (const char* want :
+       {"new", "install", "list", "describe", "fetch", "infer", "train", "eval", "serve", "tokenize", "bench", "init"})
     EXPECT_TRUE(names.count(want)) << "toy " << want << " is not registered";
 }
 
@@ -201,13 +211,13 @@ TEST(CliManifest, FlagsParseAsDeclared) {
 
 TEST(CliExitCodes, EachCodeWhereDocumented) {
   EXPECT_EQ(run_toy("--help").code, 0);
-  EXPECT_EQ(run_toy("").code, 2);                                  // no command: the overview, as a usage error
+  EXPECT_EQ(run_toy("").code, 2);  // no command: the overview, as a usage error
   EXPECT_EQ(run_toy("frobnicate").code, 2);
   EXPECT_EQ(run_toy("list --json=maybe").code, 2);
   EXPECT_EQ(run_toy("describe /nonexistent/model.gguf").code, 3);
   const fs::path dir = fs::path(testing::TempDir()) / ("toy_exit_" + std::to_string(::getpid()));
   fs::create_directories(dir / "taken" / "x");
-  EXPECT_EQ(run_toy("new " + (dir / "taken").string()).code, 1);   // runtime failure: the directory exists
+  EXPECT_EQ(run_toy("new " + (dir / "taken").string()).code, 1);  // runtime failure: the directory exists
   fs::remove_all(dir);
 }
 

@@ -4,12 +4,12 @@
 // library code under test.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <unistd.h>
 
 #include "fixtures.h"
 
@@ -19,7 +19,9 @@ using toy::test::run_toy;
 namespace {
 
 // Temporary files are per process: ctest -j runs tests as parallel processes.
-std::string tmp(const std::string& name) { return testing::TempDir() + "/toy_eval_" + std::to_string(::getpid()) + "_" + name; }
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + "/toy_eval_" + std::to_string(::getpid()) + "_" + name;
+}
 
 constexpr const char* kModel = "real/llama-2-tiny-random.gguf";  // 32000-token SPM vocab, BOS 1, add_bos
 constexpr int kVocab = 32000;
@@ -60,7 +62,8 @@ std::vector<int> ids_of(const json& eval_json) {
 }
 
 std::string sample_text(int lines) {
-  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "cat", "sat", "on", "mat"};
+  const char* words[] = {"the",  "quick", "brown", "fox", "jumps", "over", "a",
+                         "lazy", "dog",   "while", "cat", "sat",   "on",   "mat"};
   std::string t;
   for (int i = 0; i < lines; ++i) {
     t += (i ? ".\n" : "") + std::string("Line ") + std::to_string(i) + ":";
@@ -90,7 +93,8 @@ TEST(Eval, LogprobsEqualLogSoftmaxOfDumpedLogits) {
     // The top-5: the five largest logits, most likely first (ties: lower id).
     std::vector<int> order(kVocab);
     std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + 5, order.end(), [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    std::partial_sort(order.begin(), order.begin() + 5, order.end(),
+                      [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
     ASSERT_EQ(j["tokens"][t]["top"].size(), 5u);
     for (int k = 0; k < 5; ++k) {
       EXPECT_EQ(j["tokens"][t]["top"][k]["id"], order[size_t(k)]);
@@ -118,7 +122,8 @@ TEST(Eval, PerplexityChunksMatchReferenceFromDumpedLogits) {
   TOY_REQUIRE_FIXTURE(model, kModel);
   const std::string text = sample_text(30), path = tmp("text.txt");
   std::ofstream(path) << text;
-  const std::vector<int> tokens = ids_of(json::parse(run_toy("eval " + model.string() + " --text " + "\"$(cat " + path + ")\" --json").out));
+  const std::vector<int> tokens =
+      ids_of(json::parse(run_toy("eval " + model.string() + " --text " + "\"$(cat " + path + ")\" --json").out));
   const int n_ctx = 128;
   ASSERT_GE(tokens.size(), size_t(3 * n_ctx));
 
@@ -135,7 +140,8 @@ TEST(Eval, PerplexityChunksMatchReferenceFromDumpedLogits) {
     std::vector<int> chunk(tokens.begin() + long(c * n_ctx), tokens.begin() + long((c + 1) * n_ctx));
     chunk[0] = 1;  // BOS replaces the chunk's first token
     const std::vector<float> z = dumped_logits(model.string(), chunk);
-    for (int p = n_ctx / 2; p < n_ctx - 1; ++p, ++count) nll -= ref_logprob(z.data() + size_t(p) * kVocab, chunk[size_t(p + 1)]);
+    for (int p = n_ctx / 2; p < n_ctx - 1; ++p, ++count)
+      nll -= ref_logprob(z.data() + size_t(p) * kVocab, chunk[size_t(p + 1)]);
   }
   EXPECT_EQ(j["n_windows"], n_chunk);
   EXPECT_EQ(j["n_scored"], count);
@@ -145,7 +151,8 @@ TEST(Eval, PerplexityChunksMatchReferenceFromDumpedLogits) {
   EXPECT_NEAR(j["window_ppl"].back().get<double>(), ppl, 1e-6 * ppl);
 
   // --chunks limits the windows.
-  const json one = json::parse(run_toy("eval " + model.string() + " --file " + path + " --ctx 128 --chunks 1 --json").out);
+  const json one =
+      json::parse(run_toy("eval " + model.string() + " --file " + path + " --ctx 128 --chunks 1 --json").out);
   EXPECT_EQ(one["n_windows"], 1);
   EXPECT_NEAR(one["ppl"].get<double>(), j["window_ppl"][0].get<double>(), 1e-9);
 }
@@ -156,7 +163,8 @@ TEST(Eval, PerplexityStridedMatchesReferenceFromDumpedLogits) {
   TOY_REQUIRE_FIXTURE(model, kModel);
   const std::string text = sample_text(14), path = tmp("text_strided.txt");
   std::ofstream(path) << text;
-  const std::vector<int> tokens = ids_of(json::parse(run_toy("eval " + model.string() + " --text " + "\"$(cat " + path + ")\" --json").out));
+  const std::vector<int> tokens =
+      ids_of(json::parse(run_toy("eval " + model.string() + " --text " + "\"$(cat " + path + ")\" --json").out));
   const int n_ctx = 96, stride = 40;
   const auto r = run_toy("eval " + model.string() + " --file " + path + " --ctx 96 --stride 40 --json");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -170,7 +178,8 @@ TEST(Eval, PerplexityStridedMatchesReferenceFromDumpedLogits) {
     const size_t end = std::min(begin + n_ctx, N);
     const std::vector<int> w(tokens.begin() + long(begin), tokens.begin() + long(end));
     const std::vector<float> z = dumped_logits(model.string(), w);
-    for (size_t p = std::max(prev_end, begin + 1); p < end; ++p, ++count) nll -= ref_logprob(z.data() + (p - 1 - begin) * kVocab, tokens[p]);
+    for (size_t p = std::max(prev_end, begin + 1); p < end; ++p, ++count)
+      nll -= ref_logprob(z.data() + (p - 1 - begin) * kVocab, tokens[p]);
     prev_end = end;
     ++windows;
     if (end == N) break;
@@ -192,12 +201,12 @@ TEST(Eval, UsageErrors) {
   TOY_REQUIRE_FIXTURE(model, kModel);
   const std::string m = model.string(), path = tmp("short.txt");
   std::ofstream(path) << "Just a few words.";
-  EXPECT_EQ(run_toy("eval " + m).code, 2);                                             // nothing to score
-  EXPECT_EQ(run_toy("eval " + m + " --text hi --file " + path).code, 2);               // two inputs
-  EXPECT_EQ(run_toy("eval " + m + " --text hi --ctx 64").code, 2);                     // --ctx is for --file
+  EXPECT_EQ(run_toy("eval " + m).code, 2);                                // nothing to score
+  EXPECT_EQ(run_toy("eval " + m + " --text hi --file " + path).code, 2);  // two inputs
+  EXPECT_EQ(run_toy("eval " + m + " --text hi --ctx 64").code, 2);        // --ctx is for --file
   EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 64 --stride 65").code, 2);
   EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --dump-logits x.f32").code, 2);
-  EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 64").code, 3);           // fewer tokens than one chunk
+  EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 64").code, 3);  // fewer tokens than one chunk
   EXPECT_EQ(run_toy("eval " + m + " --file /nonexistent.txt").code, 3);
   EXPECT_EQ(run_toy("eval " + m + " --ids 1,2 --top-k -1").code, 2);
   // A short text still works with the strided method (one window).

@@ -58,12 +58,13 @@ struct FakeHub {
   std::atomic<int> drops{0};                                // CDN requests to cut short
   std::atomic<int> cdn_requests{0}, head_requests{0};
   std::mutex mu;
-  std::vector<std::string> ranges;                          // Range headers the CDN saw
+  std::vector<std::string> ranges;  // Range headers the CDN saw
 
   FakeHub() {
     svr.Get(R"(/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.method == "HEAD") ++head_requests;
-      const std::string repo = req.matches[1].str() + "/" + req.matches[2].str(), rev = req.matches[3], file = req.matches[4];
+      const std::string repo = req.matches[1].str() + "/" + req.matches[2].str(), rev = req.matches[3],
+                        file = req.matches[4];
       if (!token.empty() && req.get_header_value("Authorization") != "Bearer " + token) {
         res.status = 401;
         res.set_header("X-Error-Message", "Invalid credentials in Authorization header");

@@ -26,11 +26,15 @@ std::vector<fs::path> all_gguf_fixtures() {
 // Little-endian GGUF image built by hand, independent of GgufWriter.
 struct Image {
   std::vector<uint8_t> b;
-  template <class T> void put(T v) {
+  template <class T>
+  void put(T v) {
     auto* p = reinterpret_cast<uint8_t*>(&v);
     b.insert(b.end(), p, p + sizeof(T));
   }
-  void str(const std::string& s) { put<uint64_t>(s.size()); b.insert(b.end(), s.begin(), s.end()); }
+  void str(const std::string& s) {
+    put<uint64_t>(s.size());
+    b.insert(b.end(), s.begin(), s.end());
+  }
 };
 
 }  // namespace
@@ -85,30 +89,69 @@ TEST(Gguf, ReadsTokenizerArrays) {
 TEST(Gguf, HandBuiltFileWithEveryValueTypeAndNestedArrays) {
   Image im;
   im.put<uint32_t>(0x46554747);
-  im.put<uint32_t>(2);          // version 2 reads too
-  im.put<uint64_t>(1);          // one tensor
-  im.put<uint64_t>(16);         // metadata entries
-  auto key = [&](const std::string& k, uint32_t t) { im.str(k); im.put<uint32_t>(t); };
-  key("u8", 0); im.put<uint8_t>(200);
-  key("i8", 1); im.put<int8_t>(-5);
-  key("u16", 2); im.put<uint16_t>(60000);
-  key("i16", 3); im.put<int16_t>(-30000);
-  key("u32", 4); im.put<uint32_t>(4000000000u);
-  key("i32", 5); im.put<int32_t>(-7);
-  key("f32", 6); im.put<float>(1.5f);
-  key("bool", 7); im.put<uint8_t>(1);
-  key("str", 8); im.str("héllo");
-  key("u64", 10); im.put<uint64_t>(1ull << 40);
-  key("i64", 11); im.put<int64_t>(-(1ll << 40));
-  key("f64", 12); im.put<double>(0.25);
-  key("strings", 9); im.put<uint32_t>(8); im.put<uint64_t>(2); im.str("a"); im.str("bc");
-  key("i16s", 9); im.put<uint32_t>(3); im.put<uint64_t>(3); im.put<int16_t>(-3); im.put<int16_t>(7); im.put<int16_t>(30000);
-  key("bools", 9); im.put<uint32_t>(7); im.put<uint64_t>(2); im.put<uint8_t>(0); im.put<uint8_t>(1);
-  key("nested", 9); im.put<uint32_t>(9); im.put<uint64_t>(2);
-  im.put<uint32_t>(5); im.put<uint64_t>(2); im.put<int32_t>(1); im.put<int32_t>(2);
-  im.put<uint32_t>(5); im.put<uint64_t>(1); im.put<int32_t>(3);
-  im.str("w");                  // tensor: ne = {4, 2} F32 at offset 0
-  im.put<uint32_t>(2); im.put<uint64_t>(4); im.put<uint64_t>(2); im.put<uint32_t>(0); im.put<uint64_t>(0);
+  im.put<uint32_t>(2);   // version 2 reads too
+  im.put<uint64_t>(1);   // one tensor
+  im.put<uint64_t>(16);  // metadata entries
+  auto key = [&](const std::string& k, uint32_t t) {
+    im.str(k);
+    im.put<uint32_t>(t);
+  };
+  key("u8", 0);
+  im.put<uint8_t>(200);
+  key("i8", 1);
+  im.put<int8_t>(-5);
+  key("u16", 2);
+  im.put<uint16_t>(60000);
+  key("i16", 3);
+  im.put<int16_t>(-30000);
+  key("u32", 4);
+  im.put<uint32_t>(4000000000u);
+  key("i32", 5);
+  im.put<int32_t>(-7);
+  key("f32", 6);
+  im.put<float>(1.5f);
+  key("bool", 7);
+  im.put<uint8_t>(1);
+  key("str", 8);
+  im.str("héllo");
+  key("u64", 10);
+  im.put<uint64_t>(1ull << 40);
+  key("i64", 11);
+  im.put<int64_t>(-(1ll << 40));
+  key("f64", 12);
+  im.put<double>(0.25);
+  key("strings", 9);
+  im.put<uint32_t>(8);
+  im.put<uint64_t>(2);
+  im.str("a");
+  im.str("bc");
+  key("i16s", 9);
+  im.put<uint32_t>(3);
+  im.put<uint64_t>(3);
+  im.put<int16_t>(-3);
+  im.put<int16_t>(7);
+  im.put<int16_t>(30000);
+  key("bools", 9);
+  im.put<uint32_t>(7);
+  im.put<uint64_t>(2);
+  im.put<uint8_t>(0);
+  im.put<uint8_t>(1);
+  key("nested", 9);
+  im.put<uint32_t>(9);
+  im.put<uint64_t>(2);
+  im.put<uint32_t>(5);
+  im.put<uint64_t>(2);
+  im.put<int32_t>(1);
+  im.put<int32_t>(2);
+  im.put<uint32_t>(5);
+  im.put<uint64_t>(1);
+  im.put<int32_t>(3);
+  im.str("w");  // tensor: ne = {4, 2} F32 at offset 0
+  im.put<uint32_t>(2);
+  im.put<uint64_t>(4);
+  im.put<uint64_t>(2);
+  im.put<uint32_t>(0);
+  im.put<uint64_t>(0);
   while (im.b.size() % 32) im.b.push_back(0);
   for (int k = 0; k < 8; ++k) im.put<float>(float(k));
 
@@ -201,29 +244,57 @@ TEST(Gguf, ClearErrorsForBadFiles) {
   expect_error({}, "bad magic");
   expect_error({'G', 'G', 'U', 'F', 9, 0, 0, 0}, "version 9");
   Image im;
-  im.put<uint32_t>(0x46554747); im.put<uint32_t>(3); im.put<uint64_t>(0); im.put<uint64_t>(1ull << 60);
+  im.put<uint32_t>(0x46554747);
+  im.put<uint32_t>(3);
+  im.put<uint64_t>(0);
+  im.put<uint64_t>(1ull << 60);
   expect_error(im.b, "metadata count");
   Image s;
-  s.put<uint32_t>(0x46554747); s.put<uint32_t>(3); s.put<uint64_t>(0); s.put<uint64_t>(1);
+  s.put<uint32_t>(0x46554747);
+  s.put<uint32_t>(3);
+  s.put<uint64_t>(0);
+  s.put<uint64_t>(1);
   s.put<uint64_t>(1ull << 62);  // key length
   s.b.resize(s.b.size() + 16);
   expect_error(s.b, "exceeds");
   // A tensor whose data lies past the end.
   Image t;
-  t.put<uint32_t>(0x46554747); t.put<uint32_t>(3); t.put<uint64_t>(1); t.put<uint64_t>(0);
-  t.str("w"); t.put<uint32_t>(1); t.put<uint64_t>(1024); t.put<uint32_t>(0); t.put<uint64_t>(0);
+  t.put<uint32_t>(0x46554747);
+  t.put<uint32_t>(3);
+  t.put<uint64_t>(1);
+  t.put<uint64_t>(0);
+  t.str("w");
+  t.put<uint32_t>(1);
+  t.put<uint64_t>(1024);
+  t.put<uint32_t>(0);
+  t.put<uint64_t>(0);
   while (t.b.size() % 32) t.b.push_back(0);
   expect_error(t.b, "outside the file");
   // Unknown dtype, dimension overflow.
   Image u = t;
   u.b.resize(u.b.size());
   Image d;
-  d.put<uint32_t>(0x46554747); d.put<uint32_t>(3); d.put<uint64_t>(1); d.put<uint64_t>(0);
-  d.str("w"); d.put<uint32_t>(2); d.put<uint64_t>(1ull << 40); d.put<uint64_t>(1ull << 40); d.put<uint32_t>(0); d.put<uint64_t>(0);
+  d.put<uint32_t>(0x46554747);
+  d.put<uint32_t>(3);
+  d.put<uint64_t>(1);
+  d.put<uint64_t>(0);
+  d.str("w");
+  d.put<uint32_t>(2);
+  d.put<uint64_t>(1ull << 40);
+  d.put<uint64_t>(1ull << 40);
+  d.put<uint32_t>(0);
+  d.put<uint64_t>(0);
   expect_error(d.b, "invalid dimension");
   Image e;
-  e.put<uint32_t>(0x46554747); e.put<uint32_t>(3); e.put<uint64_t>(1); e.put<uint64_t>(0);
-  e.str("w"); e.put<uint32_t>(1); e.put<uint64_t>(32); e.put<uint32_t>(77); e.put<uint64_t>(0);
+  e.put<uint32_t>(0x46554747);
+  e.put<uint32_t>(3);
+  e.put<uint64_t>(1);
+  e.put<uint64_t>(0);
+  e.str("w");
+  e.put<uint32_t>(1);
+  e.put<uint64_t>(32);
+  e.put<uint32_t>(77);
+  e.put<uint64_t>(0);
   expect_error(e.b, "unknown dtype id 77");
   EXPECT_THROW(GgufFile::open("/nonexistent/model.gguf"), GgufError);
 }

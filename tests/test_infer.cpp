@@ -37,7 +37,8 @@ TEST(Infer, RealFileGivesTheReferenceContinuationFromText) {
   auto ref = nlohmann::json::parse(toy::test::read_text(model.string() + ".ref.json"))["text_reference"];
   const std::string prompt = ref["prompt_text"];
   const int n = int(ref["generated_tokens"].size());
-  auto r = run_toy("infer " + model.string() + " --prompt " + quote(prompt) + " -n " + std::to_string(n) + " --temp 0 --threads 1");
+  auto r = run_toy("infer " + model.string() + " --prompt " + quote(prompt) + " -n " + std::to_string(n) +
+                   " --temp 0 --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, ref["generated_text"].get<std::string>() + "\n");
   EXPECT_NE(r.err.find("tok/s"), std::string::npos);
@@ -48,14 +49,16 @@ TEST(Infer, RealFileGivesTheReferenceContinuationFromText) {
   ASSERT_EQ(r2.code, 0) << r2.err;
   EXPECT_EQ(r2.out, r.out);
   // With an F16 KV cache (llama.cpp's default) the greedy continuation is the same here.
-  auto r3 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0 --kv-type f16");
+  auto r3 =
+      run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0 --kv-type f16");
   ASSERT_EQ(r3.code, 0) << r3.err;
   EXPECT_EQ(r3.out, r.out);
 }
 
 TEST(Infer, SampledGenerationIsReproducibleWithASeed) {
   TOY_REQUIRE_FIXTURE(model, "real/llama-2-tiny-random.gguf");
-  const std::string cmd = "infer " + model.string() + " --prompt 'Hello' -n 16 --temp 0.9 --top-k 40 --top-p 0.95 --seed 7";
+  const std::string cmd =
+      "infer " + model.string() + " --prompt 'Hello' -n 16 --temp 0.9 --top-k 40 --top-p 0.95 --seed 7";
   auto a = run_toy(cmd), b = run_toy(cmd), c = run_toy(cmd + "1");
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);

@@ -78,8 +78,10 @@ TEST(ChatFixtures, EveryCaseMatchesLlamaCpp) {
                                 .today = "2026-11-30"};  // the day the references were rendered
       const std::string prompt = tmpl.apply(c["messages"], options);
       ++cases;
-      if (prompt == c["prompt"].get<std::string>()) ++matched;
-      else ADD_FAILURE() << name << " case " << i << "\n got: " << json(prompt) << "\nwant: " << c["prompt"];
+      if (prompt == c["prompt"].get<std::string>())
+        ++matched;
+      else
+        ADD_FAILURE() << name << " case " << i << "\n got: " << json(prompt) << "\nwant: " << c["prompt"];
     }
   }
   EXPECT_GT(cases, 0) << "no *.cases.json in " << dir;
@@ -139,42 +141,56 @@ TEST(Jinja, LogicAndComparisons) {
 
 TEST(Jinja, AttributesItemsAndSlices) {
   const json ctx = {{"m", {{"role", "user"}, {"list", {1, 2, 3}}}}, {"s", "héllo"}};
-  EXPECT_EQ(render("{{ m.role }} {{ m['role'] }} {{ m.list[-1] }} {{ m.list.0 }} {{ m['list'][1] }}", ctx), "user user 3 1 2");
-  EXPECT_EQ(render("[{{ m.missing }}][{{ m.missing.deeper }}][{{ nothing.at.all }}][{{ m.list[10] }}]", ctx), "[][][][]");
-  EXPECT_EQ(render("{{ [1, 2, 3, 4][::-1] }} {{ [1, 2, 3, 4, 5][1::2] }} {{ [1, 2, 3][5:] }}"), "[4, 3, 2, 1] [2, 4] []");
+  EXPECT_EQ(render("{{ m.role }} {{ m['role'] }} {{ m.list[-1] }} {{ m.list.0 }} {{ m['list'][1] }}", ctx),
+            "user user 3 1 2");
+  EXPECT_EQ(render("[{{ m.missing }}][{{ m.missing.deeper }}][{{ nothing.at.all }}][{{ m.list[10] }}]", ctx),
+            "[][][][]");
+  EXPECT_EQ(render("{{ [1, 2, 3, 4][::-1] }} {{ [1, 2, 3, 4, 5][1::2] }} {{ [1, 2, 3][5:] }}"),
+            "[4, 3, 2, 1] [2, 4] []");
   EXPECT_EQ(render("{{ s[1:] }} {{ s[:-1] }} {{ s[1] }} {{ s | length }} {{ s[::-1] }}", ctx), "éllo héll é 5 olléh");
 }
 
 TEST(Jinja, Tests) {
-  EXPECT_EQ(render("{{ x is defined }} {{ x is undefined }} {{ x is not defined }} {{ not x is defined }}"), "False True True True");
+  EXPECT_EQ(render("{{ x is defined }} {{ x is undefined }} {{ x is not defined }} {{ not x is defined }}"),
+            "False True True True");
   EXPECT_EQ(render("{{ none is none }} {{ 'a' is string }} {{ 1 is number }} {{ 1.5 is float }} {{ 1 is integer }}"),
             "True True True True True");
-  EXPECT_EQ(render("{{ {} is mapping }} {{ [] is iterable }} {{ 'a' is sequence }} {{ 1 is iterable }} {{ [] is mapping }}"),
-            "True True True False False");
-  EXPECT_EQ(render("{{ true is boolean }} {{ false is false }} {{ 0 is false }} {{ true is true }} {{ 1 is sameas true }}"),
-            "True True False True False");
-  EXPECT_EQ(render("{{ 4 is even }} {{ 3 is odd }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(2) }}"), "True True True False");
+  EXPECT_EQ(
+      render("{{ {} is mapping }} {{ [] is iterable }} {{ 'a' is sequence }} {{ 1 is iterable }} {{ [] is mapping }}"),
+      "True True True False False");
+  EXPECT_EQ(
+      render("{{ true is boolean }} {{ false is false }} {{ 0 is false }} {{ true is true }} {{ 1 is sameas true }}"),
+      "True True False True False");
+  EXPECT_EQ(render("{{ 4 is even }} {{ 3 is odd }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(2) }}"),
+            "True True True False");
   EXPECT_EQ(render("{{ 2 is eq 2 }} {{ 'a' is in ['a'] }} {{ 3 is gt 2 }} {{ 'abc' is lower }} {{ 'ABC' is upper }}"),
             "True True True True True");
   EXPECT_EQ(render("{{ range is callable }} {{ 'y' if x is defined else 'n' }}"), "True n");
 }
 
 TEST(Jinja, StringFilters) {
-  EXPECT_EQ(render("[{{ '  a  ' | trim }}] [{{ 'xxaxx' | trim('x') }}] {{ 'hello wORLD-x' | title }} {{ 'hELLO' | capitalize }}"),
+  EXPECT_EQ(render("[{{ '  a  ' | trim }}] [{{ 'xxaxx' | trim('x') }}] {{ 'hello wORLD-x' | title }} {{ 'hELLO' | "
+                   "capitalize }}"),
             "[a] [a] Hello World-X Hello");
-  EXPECT_EQ(render("{{ 'Ab' | upper }} {{ 'Ab' | lower }} {{ 'aXbX' | replace('X', '-') }} {{ 'aaa' | replace('a', 'b', 2) }}"),
-            "AB ab a-b- bba");
-  EXPECT_EQ(render("{{ 'abc' | reverse }} {{ 'abc' | count }} {{ 12 | string ~ 'x' }} {{ 'one two  three' | wordcount }}"),
-            "cba 3 12x 3");
+  EXPECT_EQ(
+      render(
+          "{{ 'Ab' | upper }} {{ 'Ab' | lower }} {{ 'aXbX' | replace('X', '-') }} {{ 'aaa' | replace('a', 'b', 2) }}"),
+      "AB ab a-b- bba");
+  EXPECT_EQ(
+      render("{{ 'abc' | reverse }} {{ 'abc' | count }} {{ 12 | string ~ 'x' }} {{ 'one two  three' | wordcount }}"),
+      "cba 3 12x 3");
   EXPECT_EQ(render("{{ '<a href=\"x\">&' | e }} {{ '<b>' | safe }}"), "&lt;a href=&#34;x&#34;&gt;&amp; <b>");
-  EXPECT_EQ(render("{{ 'a\\nb' | indent(2) }}|{{ 'a\\n\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(2, blank=true) }}"),
-            "a\n  b|  a\n\n  b|a\n  \n  b");
+  EXPECT_EQ(
+      render("{{ 'a\\nb' | indent(2) }}|{{ 'a\\n\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(2, blank=true) }}"),
+      "a\n  b|  a\n\n  b|a\n  \n  b");
 }
 
 TEST(Jinja, NumberFilters) {
-  EXPECT_EQ(render("{{ '42' | int + 1 }} {{ '4.7' | int }} {{ 'abc' | int }} {{ 'abc' | int(7) }} {{ 3.9 | int }}"), "43 4 0 7 3");
+  EXPECT_EQ(render("{{ '42' | int + 1 }} {{ '4.7' | int }} {{ 'abc' | int }} {{ 'abc' | int(7) }} {{ 3.9 | int }}"),
+            "43 4 0 7 3");
   EXPECT_EQ(render("{{ '1.5' | float }} {{ 3 | float }} {{ 'x' | float }} {{ -2.5 | abs }}"), "1.5 3.0 0.0 2.5");
-  EXPECT_EQ(render("{{ 2.5 | round }} {{ 3.5 | round }} {{ 3.14159 | round(2) }} {{ 2.1 | round(0, 'ceil') }} {{ 2.9 | round(method='floor') }}"),
+  EXPECT_EQ(render("{{ 2.5 | round }} {{ 3.5 | round }} {{ 3.14159 | round(2) }} {{ 2.1 | round(0, 'ceil') }} {{ 2.9 | "
+                   "round(method='floor') }}"),
             "2.0 4.0 3.14 3.0 2.0");
 }
 
@@ -183,11 +199,15 @@ TEST(Jinja, ListFilters) {
   EXPECT_EQ(render("{{ [3, 1, 2] | sort }} {{ ['b', 'A', 'c'] | sort }} {{ [3, 1, 2] | sort(reverse=true) }}"),
             "[1, 2, 3] ['A', 'b', 'c'] [3, 2, 1]");
   EXPECT_EQ(render("{{ users | sort(attribute='name') | map(attribute='name') | join(',') }}", ctx), "a,b,C");
-  EXPECT_EQ(render("{{ [1, 2, 3] | join(', ') }} {{ [1, 2] | first }}{{ [1, 2] | last }} {{ [] | first }}|"), "1, 2, 3 12 |");
-  EXPECT_EQ(render("{{ [1, 2, 3] | reverse | list }} {{ [1, 2, 2, 1, 3] | unique | list }} {{ ['a', 'A'] | unique | list }}"),
-            "[3, 2, 1] [1, 2, 3] ['a']");
-  EXPECT_EQ(render("{{ ['a', 'b'] | map('upper') | join }} {{ users | map(attribute='name') | list }}", ctx), "AB ['b', 'a', 'C']");
-  EXPECT_EQ(render("{{ [1, 2, 3, 4] | select('even') | list }} {{ [1, 2, 3, 4] | reject('odd') | list }} {{ [0, 1, ''] | select | list }}"),
+  EXPECT_EQ(render("{{ [1, 2, 3] | join(', ') }} {{ [1, 2] | first }}{{ [1, 2] | last }} {{ [] | first }}|"),
+            "1, 2, 3 12 |");
+  EXPECT_EQ(
+      render("{{ [1, 2, 3] | reverse | list }} {{ [1, 2, 2, 1, 3] | unique | list }} {{ ['a', 'A'] | unique | list }}"),
+      "[3, 2, 1] [1, 2, 3] ['a']");
+  EXPECT_EQ(render("{{ ['a', 'b'] | map('upper') | join }} {{ users | map(attribute='name') | list }}", ctx),
+            "AB ['b', 'a', 'C']");
+  EXPECT_EQ(render("{{ [1, 2, 3, 4] | select('even') | list }} {{ [1, 2, 3, 4] | reject('odd') | list }} {{ [0, 1, ''] "
+                   "| select | list }}"),
             "[2, 4] [2, 4] [1]");
   EXPECT_EQ(render("{{ users | selectattr('admin') | map(attribute='name') | list }} "
                    "{{ users | rejectattr('name', 'equalto', 'a') | map(attribute='name') | list }} "
@@ -196,7 +216,8 @@ TEST(Jinja, ListFilters) {
             "['b'] ['b', 'C'] 2");
   EXPECT_EQ(render("{{ [1, 2, 3, 4, 5] | batch(2) | list }} {{ range(3) | list }} {{ 'ab' | list }}"),
             "[[1, 2], [3, 4], [5]] [0, 1, 2] ['a', 'b']");
-  EXPECT_EQ(render("{{ x | default('d') }} [{{ '' | default('d') }}] {{ '' | default('d', true) }} {{ x | d('z') }} {{ x | length }}"),
+  EXPECT_EQ(render("{{ x | default('d') }} [{{ '' | default('d') }}] {{ '' | default('d', true) }} {{ x | d('z') }} {{ "
+                   "x | length }}"),
             "d [] d z 0");
 }
 
@@ -206,7 +227,8 @@ TEST(Jinja, DictFiltersAndMethods) {
   EXPECT_EQ(render("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", ctx), "b=1;a=2;");  // insertion order
   EXPECT_EQ(render("{% for k, v in d | items %}{{ k }}{% endfor %} {{ d.keys() | list }} {{ d.values() | list }}", ctx),
             "ba ['b', 'a'] [1, 2]");
-  EXPECT_EQ(render("{{ d.get('a') }} {{ d.get('zz', 'dflt') }} {{ d.get('zz') }} {{ d | length }}", ctx), "2 dflt None 2");
+  EXPECT_EQ(render("{{ d.get('a') }} {{ d.get('zz', 'dflt') }} {{ d.get('zz') }} {{ d | length }}", ctx),
+            "2 dflt None 2");
 }
 
 TEST(Jinja, ToJson) {
@@ -217,20 +239,24 @@ TEST(Jinja, ToJson) {
   EXPECT_EQ(render(R"({{ 'é"\n</x>' | tojson }})"), R"("é\"\n</x>")");  // ensure_ascii=False, no HTML escaping
   EXPECT_EQ(render("{{ 'é' | tojson(ensure_ascii=true) }}"), R"("\u00e9")");
   const json tool = json::parse(R"({"name": "f", "parameters": {"type": "object", "required": ["x"]}})");
-  EXPECT_EQ(render("{{ t | tojson }}", {{"t", tool}}), R"({"name": "f", "parameters": {"type": "object", "required": ["x"]}})");
+  EXPECT_EQ(render("{{ t | tojson }}", {{"t", tool}}),
+            R"({"name": "f", "parameters": {"type": "object", "required": ["x"]}})");
 }
 
 TEST(Jinja, StringMethods) {
-  EXPECT_EQ(render("[{{ '  a b  '.strip() }}] [{{ 'xxhixx'.strip('x') }}] [{{ '  a '.lstrip() }}] [{{ 'a\\n\\n'.rstrip('\\n') }}]"),
+  EXPECT_EQ(render("[{{ '  a b  '.strip() }}] [{{ 'xxhixx'.strip('x') }}] [{{ '  a '.lstrip() }}] [{{ "
+                   "'a\\n\\n'.rstrip('\\n') }}]"),
             "[a b] [hi] [a ] [a]");
-  EXPECT_EQ(render("{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a,b,c'.split(',', 1) }} {{ 'x</t>y'.split('</t>')[-1] }}"),
+  EXPECT_EQ(render("{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a,b,c'.split(',', 1) }} {{ "
+                   "'x</t>y'.split('</t>')[-1] }}"),
             "['a', 'b', '', 'c'] ['a', 'b'] ['a', 'b,c'] y");
   EXPECT_EQ(render("{{ 'hello'.startswith('he') }} {{ 'hello'.endswith(('x', 'lo')) }} {{ 'hello'.endswith('x') }}"),
             "True True False");
   EXPECT_EQ(render("{{ 'hello world'.title() }} {{ 'ab'.upper() }} {{ 'AB'.lower() }} {{ 'aB'.capitalize() }}"),
             "Hello World AB ab Ab");
-  EXPECT_EQ(render("{{ 'aaa'.replace('a', 'b') }} {{ 'hello'.find('l') }} {{ 'x'.find('y') }} {{ '-'.join(['a', 'b']) }}"),
-            "bbb 2 -1 a-b");
+  EXPECT_EQ(
+      render("{{ 'aaa'.replace('a', 'b') }} {{ 'hello'.find('l') }} {{ 'x'.find('y') }} {{ '-'.join(['a', 'b']) }}"),
+      "bbb 2 -1 a-b");
 }
 
 TEST(Jinja, Loops) {
@@ -238,26 +264,35 @@ TEST(Jinja, Loops) {
                    "{{ loop.length }}{{ loop.revindex }};{% endfor %}"),
             "10TrueFalse33;21FalseFalse32;32FalseTrue31;");
   EXPECT_EQ(render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
-  EXPECT_EQ(render("{% for x in range(10) if x is odd %}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"), "1,3,5,7,9");
+  EXPECT_EQ(render("{% for x in range(10) if x is odd %}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"),
+            "1,3,5,7,9");
   EXPECT_EQ(render("{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }} {% endfor %}"), "3 7 ");
-  EXPECT_EQ(render("{% for k in {'x': 1, 'y': 2} %}{{ k }}{% endfor %} {% for c in 'ab' %}{{ c }}.{% endfor %}"), "xy a.b.");
-  EXPECT_EQ(render("{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}"
-                   "{{ i }}{% endfor %}"),
-            "013");
+  EXPECT_EQ(render("{% for k in {'x': 1, 'y': 2} %}{{ k }}{% endfor %} {% for c in 'ab' %}{{ c }}.{% endfor %}"),
+            "xy a.b.");
+  EXPECT_EQ(
+      render("{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}"
+             "{{ i }}{% endfor %}"),
+      "013");
   EXPECT_EQ(render("{% for i in range(3) %}{{ loop.cycle('a', 'b') }}{% endfor %}"), "aba");
-  EXPECT_EQ(render("{% for i in [1, 2, 3] %}{{ loop.previtem }}>{{ i }}>{{ loop.nextitem }} {% endfor %}"), ">1>2 1>2>3 2>3> ");
-  EXPECT_EQ(render("{% for i in [1, 2] %}{% for j in 'ab' %}{{ loop.index }}{{ j }}{% endfor %}{{ loop.index }} {% endfor %}"),
-            "1a2b1 1a2b2 ");
+  EXPECT_EQ(render("{% for i in [1, 2, 3] %}{{ loop.previtem }}>{{ i }}>{{ loop.nextitem }} {% endfor %}"),
+            ">1>2 1>2>3 2>3> ");
+  EXPECT_EQ(
+      render(
+          "{% for i in [1, 2] %}{% for j in 'ab' %}{{ loop.index }}{{ j }}{% endfor %}{{ loop.index }} {% endfor %}"),
+      "1a2b1 1a2b2 ");
   EXPECT_EQ(render("{% for m in messages[::-1] %}{{ m }}{% endfor %}", {{"messages", {1, 2, 3}}}), "321");
 }
 
 TEST(Jinja, SetAndScoping) {
-  EXPECT_EQ(render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}"), "21");  // loops scope sets
+  EXPECT_EQ(render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}"),
+            "21");                                                           // loops scope sets
   EXPECT_EQ(render("{% if true %}{% set y = 5 %}{% endif %}{{ y }}"), "5");  // ifs don't
-  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}"), "4");
+  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}"),
+            "4");
   EXPECT_EQ(render("{% set ns = namespace() %}{% set ns.found = true %}{{ ns.found }} {{ ns.other }}|"), "True |");
   EXPECT_EQ(render("{% set a, b = 1, 2 %}{{ a }}{{ b }} {% set t = 3, 4 %}{{ t }}"), "12 [3, 4]");
-  EXPECT_EQ(render("{% set s %}hello {{ 'w' }}{% endset %}{{ s | upper }} {% set u | upper %}abc{% endset %}{{ u }}"), "HELLO W ABC");
+  EXPECT_EQ(render("{% set s %}hello {{ 'w' }}{% endset %}{{ s | upper }} {% set u | upper %}abc{% endset %}{{ u }}"),
+            "HELLO W ABC");
   EXPECT_EQ(render("{% set messages = messages[1:] %}{{ messages }}", {{"messages", {1, 2}}}), "[2]");
   EXPECT_EQ(render("{% filter upper %}abc{{ 'd' }}{% endfilter %}"), "ABCD");
   EXPECT_EQ(render("{% generation %}kept{% endgeneration %}"), "kept");
@@ -267,7 +302,8 @@ TEST(Jinja, Macros) {
   EXPECT_EQ(render("{% macro greet(name, greeting='Hi') %}{{ greeting }}, {{ name }}!{% endmacro %}"
                    "{{ greet('Bob') }} {{ greet('Al', greeting='Yo') }} {{ greet(name='Cy') }}"),
             "Hi, Bob! Yo, Al! Hi, Cy!");
-  EXPECT_EQ(render("{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold{% endcall %}"),
+  EXPECT_EQ(render("{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold{% "
+                   "endcall %}"),
             "<b>bold</b>");
   EXPECT_EQ(render("{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% endmacro %}"
                    "{% call(x) each([1, 2]) %}[{{ x }}]{% endcall %}"),
@@ -278,7 +314,8 @@ TEST(Jinja, Macros) {
 }
 
 TEST(Jinja, Globals) {
-  EXPECT_EQ(render("{{ range(1, 10, 3) | list }} {{ range(3, 0, -1) | list }} {{ range(0) | list }}"), "[1, 4, 7] [3, 2, 1] []");
+  EXPECT_EQ(render("{{ range(1, 10, 3) | list }} {{ range(3, 0, -1) | list }} {{ range(0) | list }}"),
+            "[1, 4, 7] [3, 2, 1] []");
   EXPECT_EQ(render("{{ dict(a=1)['a'] }} {{ namespace({'k': 'v'}).k }}"), "1 v");
   std::tm day{};
   day.tm_year = 2026 - 1900, day.tm_mon = 10, day.tm_mday = 30, day.tm_wday = 1, day.tm_yday = 333;
@@ -306,9 +343,23 @@ TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
     EXPECT_EQ(e.line(), 1);
     EXPECT_EQ(e.column(), 8);
   }
-  const char* bad[] = {"{% if x %}never closed", "{{ x", "{{ 'unterminated }}", "{% endfor %}", "{% for x in y %}{% endif %}",
-                       "{{ x is nosuch }}", "{% break %}", "{% include 'other' %}", "{{ 1 + }}", "{{ [1, 2 }}", "{# open",
-                       "{% macro m(%}{% endmacro %}", "{{ a[] }}", "{{ x ? y }}", "{% set %}", "{% unknown %}", "{{ f(a=1, 2) }}"};
+  const char* bad[] = {"{% if x %}never closed",
+                       "{{ x",
+                       "{{ 'unterminated }}",
+                       "{% endfor %}",
+                       "{% for x in y %}{% endif %}",
+                       "{{ x is nosuch }}",
+                       "{% break %}",
+                       "{% include 'other' %}",
+                       "{{ 1 + }}",
+                       "{{ [1, 2 }}",
+                       "{# open",
+                       "{% macro m(%}{% endmacro %}",
+                       "{{ a[] }}",
+                       "{{ x ? y }}",
+                       "{% set %}",
+                       "{% unknown %}",
+                       "{{ f(a=1, 2) }}"};
   for (const char* src : bad) EXPECT_THROW(Template::parse(src), TemplateError) << src;
 }
 
@@ -325,13 +376,15 @@ TEST(JinjaErrors, RuntimeErrorsNamePosition) {
   EXPECT_NE(render_error("{% set s = 'x' %}{% set s.a = 1 %}").message().find("not a namespace"), std::string::npos);
   EXPECT_NE(render_error("{{ 1 < 'a' }}").message().find("not supported"), std::string::npos);
   EXPECT_NE(render_error("{{ [1] | map('nosuch') | list }}").message().find("unknown filter"), std::string::npos);
-  EXPECT_NE(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}").message().find("takes at most 1"), std::string::npos);
+  EXPECT_NE(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}").message().find("takes at most 1"),
+            std::string::npos);
   EXPECT_THROW(Template::parse("{{ x }}").render(json::array({1})), TemplateError);  // context must be an object
 }
 
 TEST(JinjaErrors, RaiseException) {
-  TemplateError e = render_error("{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}",
-                                 {{"messages", {{{"role", "system"}}}}});
+  TemplateError e =
+      render_error("{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}",
+                   {{"messages", {{{"role", "system"}}}}});
   EXPECT_EQ(e.message(), "System role not supported");
   EXPECT_EQ(e.line(), 1);
   EXPECT_EQ(e.column(), 41);  // where the raise_exception call starts
@@ -339,7 +392,8 @@ TEST(JinjaErrors, RaiseException) {
 
 TEST(JinjaErrors, HostileTemplatesFailCleanly) {
   // Runaway recursion, deep nesting, huge loops and exploding strings are errors, not crashes or hangs.
-  EXPECT_NE(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").message().find("recursion"), std::string::npos);
+  EXPECT_NE(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").message().find("recursion"),
+            std::string::npos);
   EXPECT_THROW(Template::parse("{{ " + std::string(20000, '(') + "1" + std::string(20000, ')') + " }}"), TemplateError);
   EXPECT_THROW(Template::parse("{{ [" + std::string(20000, '[') + "] }}"), TemplateError);
   std::string chain = "{{ 1";
@@ -349,7 +403,8 @@ TEST(JinjaErrors, HostileTemplatesFailCleanly) {
   for (int i = 0; i < 5000; ++i) nested_ifs += "{% if true %}";
   EXPECT_THROW(Template::parse(nested_ifs), TemplateError);
   try {
-    Template::parse("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}").render({}, {.max_steps = 5000});
+    Template::parse("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+        .render({}, {.max_steps = 5000});
     ADD_FAILURE() << "expected the step limit";
   } catch (const TemplateError& e) {
     EXPECT_EQ(e.message(), "template exceeded 5000 loop iterations and macro calls");
@@ -363,7 +418,8 @@ TEST(JinjaErrors, HostileTemplatesFailCleanly) {
                 .find("nested deeper"),
             std::string::npos);
   // Builtins are metered by the data they make or search: 1 GiB per render.
-  EXPECT_NE(render_error("{% set big = 'x' * 1000000 %}{% for i in range(100000) %}{% if 'y' in big %}{% endif %}{% endfor %}")
+  EXPECT_NE(render_error(
+                "{% set big = 'x' * 1000000 %}{% for i in range(100000) %}{% if 'y' in big %}{% endif %}{% endfor %}")
                 .message()
                 .find("1 GiB"),
             std::string::npos);
@@ -371,7 +427,8 @@ TEST(JinjaErrors, HostileTemplatesFailCleanly) {
   // Deep expressions inside recursion: bounded by the evaluation depth before the native stack runs out.
   std::string sum = "f()";  // the call sits at the bottom of a 400-deep expression
   for (int i = 0; i < 400; ++i) sum += " ~ 1";
-  EXPECT_EQ(render_error("{% macro f() %}{{ " + sum + " }}{% endmacro %}{{ f() }}").message(), "template evaluation nested too deeply");
+  EXPECT_EQ(render_error("{% macro f() %}{{ " + sum + " }}{% endmacro %}{{ f() }}").message(),
+            "template evaluation nested too deeply");
   render_error("{{ range(100001) }}");  // Jinja's sandbox limit
 }
 
@@ -389,8 +446,9 @@ TEST(ChatTemplate, StripsOneLeadingBos) {
 }
 
 TEST(ChatTemplate, ContextVariables) {
-  const ChatTemplate t("{{ add_generation_prompt }} {{ eos_token }} {{ enable_thinking }} {{ date_string }} "
-                       "{{ strftime_now('%Y-%m-%d') }} {{ tools is defined }} {{ extra | default('-') }}");
+  const ChatTemplate t(
+      "{{ add_generation_prompt }} {{ eos_token }} {{ enable_thinking }} {{ date_string }} "
+      "{{ strftime_now('%Y-%m-%d') }} {{ tools is defined }} {{ extra | default('-') }}");
   ChatOptions o{.eos_token = "</s>", .today = "2026-11-30"};
   EXPECT_EQ(t.apply(kChat, o), "True </s> True 30 Nov 2026 2026-11-30 False -");
   o.add_generation_prompt = false;
@@ -402,16 +460,18 @@ TEST(ChatTemplate, ContextVariables) {
 }
 
 TEST(ChatTemplate, MergesSystemIntoUserWhenTheTemplateRejectsIt) {
-  const ChatTemplate strict("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system') }}{% endif %}"
-                            "[{{ m.role }}:{{ m.content }}]{% endfor %}");
+  const ChatTemplate strict(
+      "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system') }}{% endif %}"
+      "[{{ m.role }}:{{ m.content }}]{% endfor %}");
   EXPECT_FALSE(strict.supports_system_role());
   EXPECT_EQ(strict.apply(kChat, {}), "[user:S\nU][assistant:A][user:U2]");
   const ChatTemplate plain("{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}");
   EXPECT_TRUE(plain.supports_system_role());
   EXPECT_EQ(plain.apply(kChat, {}), "[system:S][user:U][assistant:A][user:U2]");
   // A system message with no user message after it becomes a user message of its own.
-  EXPECT_EQ(strict.apply(json::parse(R"([{"role": "user", "content": "x"}, {"role": "system", "content": "late"}])"), {}),
-            "[user:x][user:late]");
+  EXPECT_EQ(
+      strict.apply(json::parse(R"([{"role": "user", "content": "x"}, {"role": "system", "content": "late"}])"), {}),
+      "[user:x][user:late]");
 }
 
 TEST(ChatTemplate, RaiseExceptionReachesTheCaller) {

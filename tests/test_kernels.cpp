@@ -92,8 +92,8 @@ std::vector<double> tolerance(const float* x, const void* w, DType t, int64_t M,
   return tol;
 }
 
-std::vector<float> run_matmul(const std::vector<float>& x, const std::vector<uint8_t>& w, DType t, int64_t M,
-                              int64_t N, int64_t K) {
+std::vector<float> run_matmul(const std::vector<float>& x, const std::vector<uint8_t>& w, DType t, int64_t M, int64_t N,
+                              int64_t K) {
   std::vector<float> y(static_cast<size_t>(M * N), -1.0f);
   matmul_wt(x.data(), w.data(), t, y.data(), M, N, K);
   return y;
@@ -111,9 +111,12 @@ std::vector<Simd> paths() {
 
 const char* path_name(Simd s) {
   switch (s) {
-    case Simd::avx512vnni: return "avx512vnni";
-    case Simd::avx2: return "avx2";
-    default: return "scalar";
+    case Simd::avx512vnni:
+      return "avx512vnni";
+    case Simd::avx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 
@@ -157,13 +160,13 @@ TEST(KernelThreads, NestedCallsAndExceptions) {
   set_num_threads(2);
   std::atomic<int64_t> total{0};
   parallel_for(8, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      parallel_for(100, 10, [&](int64_t b2, int64_t e2) { total += e2 - b2; });
+    for (int64_t i = b; i < e; ++i) parallel_for(100, 10, [&](int64_t b2, int64_t e2) { total += e2 - b2; });
   });
   EXPECT_EQ(total, 800);
-  EXPECT_THROW(parallel_for(100, 1, [](int64_t b, int64_t) {
-                 if (b == 50) throw std::runtime_error("chunk 50");
-               }),
+  EXPECT_THROW(parallel_for(100, 1,
+                            [](int64_t b, int64_t) {
+                              if (b == 50) throw std::runtime_error("chunk 50");
+                            }),
                std::runtime_error);
   // The pool still works after an exception.
   std::atomic<int64_t> after{0};
@@ -371,7 +374,8 @@ TEST(KernelAttentionRows, ScoresAndWeightedSumsMatchTheReference) {
     for (DType kv : {DType::F32, DType::F16})
       for (int64_t d : {4, 8, 64, 80})
         for (int64_t n : {1, 7, 8, 9, 64}) {
-          SCOPED_TRACE(std::string(path_name(s)) + " " + std::string(name(kv)) + " d " + std::to_string(d) + " n " + std::to_string(n));
+          SCOPED_TRACE(std::string(path_name(s)) + " " + std::string(name(kv)) + " d " + std::to_string(d) + " n " +
+                       std::to_string(n));
           const int64_t stride = 3 * d;  // the rows of one KV head among three
           const auto q = randn(size_t(d), 1), p = randn(size_t(n), 2);
           auto rows = randn(size_t(n * stride), 3);
@@ -483,7 +487,9 @@ TEST(KernelMatmul, RejectsBadShapes) {
 
 TEST(KernelGemm, AllTransposesMatchTheReference) {
   KernelState keep;
-  struct Shape { int64_t M, N, K; };
+  struct Shape {
+    int64_t M, N, K;
+  };
   for (Shape sh : {Shape{1, 1, 1}, Shape{7, 33, 19}, Shape{50, 70, 300}, Shape{13, 5, 600}, Shape{3, 4100, 20}})
     for (bool ta : {false, true})
       for (bool tb : {false, true})

@@ -49,7 +49,8 @@ struct FakeMachine {
     ollama = home / ".ollama" / "models";
     fs::create_directories(home);
     env.set("HOME", home.string());
-    for (const char* k : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"}) env.unset(k);
+    for (const char* k : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"})
+      env.unset(k);
   }
   ~FakeMachine() {
     std::error_code ec;
@@ -83,14 +84,14 @@ bool skipped_with(const nlohmann::json& j, const std::string& path_part, const s
 TEST(List, HuggingFaceCacheWithSymlinksAndJunk) {
   FakeMachine m;
   const fs::path repo = m.hf / "models--TheOrg--Tiny-GGUF";
-  write_gguf(repo / "blobs" / "aaaa1111", "llama", 7);     // Q8_0
-  write_gguf(repo / "blobs" / "bbbb2222", "qwen2", 15);    // Q4_K_M
+  write_gguf(repo / "blobs" / "aaaa1111", "llama", 7);   // Q8_0
+  write_gguf(repo / "blobs" / "bbbb2222", "qwen2", 15);  // Q4_K_M
   fs::create_directories(repo / "snapshots" / "c0ffee" / "sub");
   fs::create_symlink("../../blobs/aaaa1111", repo / "snapshots" / "c0ffee" / "tiny-q8_0.gguf");
   fs::create_symlink("../../../blobs/bbbb2222", repo / "snapshots" / "c0ffee" / "sub" / "tiny-q4_k_m.gguf");
-  fs::create_symlink("../../blobs/gone", repo / "snapshots" / "c0ffee" / "broken.gguf");       // broken link
-  write_text(repo / "snapshots" / "c0ffee" / "README.gguf", "# not a model");                // not GGUF
-  write_text(repo / "snapshots" / "c0ffee" / "config.json", "{}");                           // ignored
+  fs::create_symlink("../../blobs/gone", repo / "snapshots" / "c0ffee" / "broken.gguf");  // broken link
+  write_text(repo / "snapshots" / "c0ffee" / "README.gguf", "# not a model");             // not GGUF
+  write_text(repo / "snapshots" / "c0ffee" / "config.json", "{}");                        // ignored
   // A second revision pointing at the same blob is listed once.
   fs::create_directories(repo / "snapshots" / "beef42");
   fs::create_symlink("../../blobs/aaaa1111", repo / "snapshots" / "beef42" / "tiny-q8_0.gguf");
@@ -153,15 +154,20 @@ TEST(List, OllamaManifests) {
   write_gguf(m.ollama / "blobs" / ("sha256-" + hex), "llama", 2);  // Q4_0
   auto manifest = [&](const std::string& digest) {
     return nlohmann::json{{"schemaVersion", 2},
-                          {"layers", {{{"mediaType", "application/vnd.ollama.image.model"}, {"digest", digest}, {"size", 1}},
-                                      {{"mediaType", "application/vnd.ollama.image.template"}, {"digest", "sha256:" + hex2}}}}}
+                          {"layers",
+                           {{{"mediaType", "application/vnd.ollama.image.model"}, {"digest", digest}, {"size", 1}},
+                            {{"mediaType", "application/vnd.ollama.image.template"}, {"digest", "sha256:" + hex2}}}}}
         .dump();
   };
-  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "tinyllama" / "latest", manifest("sha256:" + hex));
+  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "tinyllama" / "latest",
+             manifest("sha256:" + hex));
   write_text(m.ollama / "manifests" / "registry.ollama.ai" / "someone" / "custom" / "v1", manifest("sha256:" + hex));
-  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest", "{\"layers\": [");   // corrupt
-  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "nolayers" / "latest", "{\"x\": 1}");    // wrong shape
-  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "missing" / "latest", manifest("sha256:" + hex2));
+  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest",
+             "{\"layers\": [");  // corrupt
+  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "nolayers" / "latest",
+             "{\"x\": 1}");  // wrong shape
+  write_text(m.ollama / "manifests" / "registry.ollama.ai" / "library" / "missing" / "latest",
+             manifest("sha256:" + hex2));
 
   auto j = list_json();
   const auto* t = find_model(j, "tinyllama:latest");
@@ -187,7 +193,7 @@ TEST(List, LmStudioLocalDirsAndUnreadableFiles) {
   const fs::path work = m.root / "work";
   write_gguf(work / "models" / "c.gguf", "qwen3", 0);
   write_gguf(work / "data" / "run1" / "d.gguf", "llama", 0);
-  write_text(work / "data" / "truncated.gguf", std::string("GGUF\x03\0\0\0", 8));   // GGUF magic, then nothing
+  write_text(work / "data" / "truncated.gguf", std::string("GGUF\x03\0\0\0", 8));  // GGUF magic, then nothing
   write_gguf(work / "models" / "locked.gguf", "llama", 0);
   fs::permissions(work / "models" / "locked.gguf", fs::perms::none);
 

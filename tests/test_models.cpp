@@ -106,14 +106,16 @@ void check_model(const Case& c) {
   }
   EXPECT_EQ(robust, rows) << c.model.filename() << ": argmax regret above δ on " << rows - robust << " rows";
   EXPECT_GE(double(agree) / double(rows), tol.min_agreement) << c.model.filename();
-  std::printf("  %-28s %-6s nmse %.2e  argmax %d/%lld\n", c.model.filename().c_str(), dtype.c_str(), err, agree, (long long)rows);
+  std::printf("  %-28s %-6s nmse %.2e  argmax %d/%lld\n", c.model.filename().c_str(), dtype.c_str(), err, agree,
+              (long long)rows);
 
   // Feeding the prompt for its last logits only (the output projection on one row) gives the
   // same bits as that row of the whole prompt's logits.
   DecodeEngine prompt_engine(*model);
   const Tensor last = prompt_engine.feed(prompt, true);
   ASSERT_EQ(last.numel(), V);
-  EXPECT_EQ(0, std::memcmp(last.data(), got.data() + (prompt.size() - 1) * size_t(V), size_t(V) * 4)) << c.model.filename();
+  EXPECT_EQ(0, std::memcmp(last.data(), got.data() + (prompt.size() - 1) * size_t(V), size_t(V) * 4))
+      << c.model.filename();
 
   if (dtype == "F32") {  // the greedy continuation must be identical
     DecodeEngine engine(*model);
@@ -163,7 +165,8 @@ TEST(Models, F16KvCacheStaysWithinTheF16Limit) {
     EXPECT_LE(vs_ref, 5e-6);
     EXPECT_LE(vs_f32, 5e-6);
     EXPECT_GT(vs_f32, 0);
-    std::printf("  %-28s F16 cache: nmse %.2e vs llama.cpp, %.2e vs the F32 cache\n", c.model.filename().c_str(), vs_ref, vs_f32);
+    std::printf("  %-28s F16 cache: nmse %.2e vs llama.cpp, %.2e vs the F32 cache\n", c.model.filename().c_str(),
+                vs_ref, vs_f32);
     ++run;
   }
   if (run == 0) GTEST_SKIP() << "no F32 model fixtures under " << test::fixtures_dir() << " (set TOY_FIXTURES)";

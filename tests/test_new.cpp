@@ -57,8 +57,8 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
 
   auto inst = run_toy("install --prefix " + prefix.string());
   ASSERT_EQ(inst.code, 0) << inst.out << inst.err;
-  for (const char* f : {"bin/toy", "lib/libtoy_tensor.a", "lib/cmake/toy/toyConfig.cmake", "lib/cmake/toy/toyTargets.cmake",
-                        "include/toy/tensor/tensor.h", "include/toy/archs/llama.h"})
+  for (const char* f : {"bin/toy", "lib/libtoy_tensor.a", "lib/cmake/toy/toyConfig.cmake",
+                        "lib/cmake/toy/toyTargets.cmake", "include/toy/tensor/tensor.h", "include/toy/archs/llama.h"})
     EXPECT_TRUE(fs::exists(prefix / f)) << f;
   EXPECT_NE(inst.out.find("self-test"), std::string::npos);
   EXPECT_NE(inst.out.find("all checks passed"), std::string::npos) << inst.out;
@@ -66,7 +66,8 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
   // The experiment: build, train 3 steps, write a model that toy reads.
   auto ne = toy_new_in(root, "exp");
   ASSERT_EQ(ne.code, 0) << ne.err;
-  for (const char* f : {"CMakeLists.txt", "main.cpp", "config.json", "README.md", "data/corpus.txt"}) EXPECT_TRUE(fs::exists(root / "exp" / f)) << f;
+  for (const char* f : {"CMakeLists.txt", "main.cpp", "config.json", "README.md", "data/corpus.txt"})
+    EXPECT_TRUE(fs::exists(root / "exp" / f)) << f;
   EXPECT_NE(read_text(root / "exp" / "README.md").find("cmake -S . -B build"), std::string::npos);
   auto [bc, blog] = shell(root / "exp", configure_and_build(root / "exp", prefix));
   ASSERT_EQ(bc, 0) << blog;
@@ -112,8 +113,8 @@ TEST(New, BadNamesAndExistingDirectories) {
 TEST(Install, CheckOnlyReportsTheMachine) {
   auto r = run_toy("install --check");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  for (const char* s : {"machine:", "cpu", "threads", "backends", "self-test:", "linear", "rms_norm", "cross_entropy", "autograd",
-                        "matmul (every kernel path)", "sha256", "all checks passed"})
+  for (const char* s : {"machine:", "cpu", "threads", "backends", "self-test:", "linear", "rms_norm", "cross_entropy",
+                        "autograd", "matmul (every kernel path)", "sha256", "all checks passed"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("installing"), std::string::npos);

@@ -46,7 +46,8 @@ uint16_t ggml_fp32_to_fp16(float f) {
   return uint16_t((sign >> 16) | (shl1_w > 0xff000000u ? 0x7e00u : nonsign));
 }
 
-template <class Block> std::vector<float> decode(DType t, const Block& b) {
+template <class Block>
+std::vector<float> decode(DType t, const Block& b) {
   std::vector<float> y(size_t(info(t).block_size));
   dequantize(t, &b, y.data(), int64_t(y.size()));
   return y;
@@ -81,17 +82,17 @@ TEST(QuantFp16, EdgeCases) {
   EXPECT_EQ(f32_to_fp16(-0.0f), 0x8000);
   EXPECT_EQ(f32_to_fp16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_fp16(-2.0f), 0xc000);
-  EXPECT_EQ(f32_to_fp16(65504.0f), 0x7bff);                        // largest half
-  EXPECT_EQ(f32_to_fp16(65519.99f), 0x7bff);                       // below the rounding midpoint
-  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);                        // the midpoint rounds to inf
+  EXPECT_EQ(f32_to_fp16(65504.0f), 0x7bff);   // largest half
+  EXPECT_EQ(f32_to_fp16(65519.99f), 0x7bff);  // below the rounding midpoint
+  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);   // the midpoint rounds to inf
   EXPECT_EQ(f32_to_fp16(std::numeric_limits<float>::infinity()), 0x7c00);
   EXPECT_EQ(f32_to_fp16(-std::numeric_limits<float>::infinity()), 0xfc00);
-  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);           // smallest subnormal
-  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);           // tie between 0 and 2^-24 -> even (0)
-  EXPECT_EQ(f32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);           // tie between 1 and 2 ulps -> even (2)
-  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -14)), 0x0400);           // smallest normal
-  EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);    // tie -> even mantissa
-  EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3c02);    // tie -> even mantissa (up)
+  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);         // tie between 0 and 2^-24 -> even (0)
+  EXPECT_EQ(f32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);         // tie between 1 and 2 ulps -> even (2)
+  EXPECT_EQ(f32_to_fp16(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
+  EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie -> even mantissa
+  EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie -> even mantissa (up)
   EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3c01);  // above the tie
   const uint16_t nan = f32_to_fp16(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(nan & 0x7c00, 0x7c00);
@@ -341,9 +342,12 @@ TEST(QuantRoundTrip, Q8_KWithinHalfAStepAndBsums) {
 TEST(QuantRoundTrip, OtherLegacyFormatsAndScalars) {
   const int64_t n = 32 * 32;
   auto x = random_values(size_t(n), 4);
-  struct Case { DType t; double max_rel_rms; };
-  for (Case c : {Case{DType::Q4_1, 0.12}, Case{DType::Q5_0, 0.06}, Case{DType::Q5_1, 0.05},
-                 Case{DType::F16, 1e-3}, Case{DType::BF16, 1e-2}}) {
+  struct Case {
+    DType t;
+    double max_rel_rms;
+  };
+  for (Case c : {Case{DType::Q4_1, 0.12}, Case{DType::Q5_0, 0.06}, Case{DType::Q5_1, 0.05}, Case{DType::F16, 1e-3},
+                 Case{DType::BF16, 1e-2}}) {
     std::vector<uint8_t> buf(size_t(row_bytes(c.t, n)));
     std::vector<float> y(static_cast<size_t>(n));
     quantize(c.t, x.data(), buf.data(), n);
@@ -366,11 +370,14 @@ TEST(QuantRoundTrip, OtherLegacyFormatsAndScalars) {
 TEST(QuantRoundTrip, KQuantsWithinAStepOfTheirSubBlock) {
   const int64_t n = QK_K * 24;
   auto x = random_values(size_t(n), 5);
-  std::fill(x.begin(), x.begin() + QK_K, 0.0f);                            // block 0: zeros
-  std::fill(x.begin() + QK_K, x.begin() + 2 * QK_K, 0.75f);                // block 1: constant
+  std::fill(x.begin(), x.begin() + QK_K, 0.0f);                                              // block 0: zeros
+  std::fill(x.begin() + QK_K, x.begin() + 2 * QK_K, 0.75f);                                  // block 1: constant
   for (int64_t i = 2 * QK_K; i < 3 * QK_K; ++i) x[size_t(i)] = std::fabs(x[size_t(i)]) + 1;  // positive
-  x[3 * QK_K + 17] = 40.0f;                                                // block 3: an outlier
-  struct Case { DType t; double max_rel_rms; };
+  x[3 * QK_K + 17] = 40.0f;                                                                  // block 3: an outlier
+  struct Case {
+    DType t;
+    double max_rel_rms;
+  };
   for (Case c : {Case{DType::Q4_K, 0.10}, Case{DType::Q5_K, 0.05}, Case{DType::Q6_K, 0.025}}) {
     std::vector<uint8_t> buf(size_t(row_bytes(c.t, n)));
     std::vector<float> y(static_cast<size_t>(n)), step(static_cast<size_t>(n));
@@ -414,13 +421,21 @@ namespace {
 // quantization noise is what the bit width gives).
 double max_rel_rms(DType t) {
   switch (t) {
-    case DType::F16: return 1e-3;
-    case DType::BF16: return 1e-2;
-    case DType::Q8_0: return 0.01;
-    case DType::Q6_K: return 0.04;
-    case DType::Q5_K: return 0.06;
-    case DType::Q4_0: case DType::Q4_K: return 0.15;
-    default: return 0;  // F32: exact
+    case DType::F16:
+      return 1e-3;
+    case DType::BF16:
+      return 1e-2;
+    case DType::Q8_0:
+      return 0.01;
+    case DType::Q6_K:
+      return 0.04;
+    case DType::Q5_K:
+      return 0.06;
+    case DType::Q4_0:
+    case DType::Q4_K:
+      return 0.15;
+    default:
+      return 0;  // F32: exact
   }
 }
 

@@ -21,7 +21,9 @@ int32_t reference_sample(const std::vector<float>& z, const SamplerConfig& c, st
   if (c.temperature <= 0) return argmax(z);
   std::vector<int32_t> idx(z.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) { return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b); });
+  std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
+    return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
+  });
   idx.resize(c.top_k > 0 ? std::min(size_t(c.top_k), idx.size()) : idx.size());
   const double mx = z[size_t(idx[0])];
   std::vector<double> e(z.size(), 0.0);
@@ -33,12 +35,18 @@ int32_t reference_sample(const std::vector<float>& z, const SamplerConfig& c, st
   size_t keep = idx.size();
   if (c.min_p > 0)
     for (size_t i = 1; i < keep; ++i)
-      if (p[i] < c.min_p * p[0]) { keep = i; break; }
+      if (p[i] < c.min_p * p[0]) {
+        keep = i;
+        break;
+      }
   if (c.top_p < 1.0f) {
     double mass = 0;
     for (size_t i = 0; i < keep; ++i) {
       mass += p[i];
-      if (mass >= c.top_p) { keep = i + 1; break; }
+      if (mass >= c.top_p) {
+        keep = i + 1;
+        break;
+      }
     }
   }
   std::vector<int32_t> kept_ids(idx.begin(), idx.begin() + long(keep));
@@ -66,13 +74,16 @@ std::vector<float> logits(int64_t V, float spread, bool ties, uint64_t seed) {
 
 TEST(Sampler, EqualsTheFullySortedReference) {
   const std::vector<SamplerConfig> configs = {
-      {.temperature = 0.8f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},    // plain temperature: the draw alone decides how far to sort
-      {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f},    // nucleus
-      {.temperature = 0.7f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f},   // min-p
+      {.temperature = 0.8f,
+       .top_k = 0,
+       .top_p = 1.0f,
+       .min_p = 0.0f},  // plain temperature: the draw alone decides how far to sort
+      {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f},     // nucleus
+      {.temperature = 0.7f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f},    // min-p
       {.temperature = 1.3f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},  // toy infer's defaults, hotter
-      {.temperature = 2.0f, .top_k = 0, .top_p = 0.999f, .min_p = 0.0f},  // flat: most of the vocabulary kept
+      {.temperature = 2.0f, .top_k = 0, .top_p = 0.999f, .min_p = 0.0f},   // flat: most of the vocabulary kept
       {.temperature = 0.5f, .top_k = 5000, .top_p = 1.0f, .min_p = 0.0f},
-      {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},     // greedy
+      {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},  // greedy
   };
   int checked = 0;
   for (size_t ci = 0; ci < configs.size(); ++ci)
@@ -85,7 +96,8 @@ TEST(Sampler, EqualsTheFullySortedReference) {
         std::mt19937_64 rng(c.seed);
         for (int draw = 0; draw < 12; ++draw) {
           const std::vector<float> z = logits(10000, spread, ties, c.seed * 31 + uint64_t(draw));
-          ASSERT_EQ(sampler.sample(z, {}), reference_sample(z, c, rng)) << "config " << ci << ", spread " << spread << ", ties " << ties << ", draw " << draw;
+          ASSERT_EQ(sampler.sample(z, {}), reference_sample(z, c, rng))
+              << "config " << ci << ", spread " << spread << ", ties " << ties << ", draw " << draw;
           ++checked;
         }
       }
@@ -94,7 +106,8 @@ TEST(Sampler, EqualsTheFullySortedReference) {
 
 TEST(Sampler, TinyVocabulariesAndTopKBeyondIt) {
   for (int64_t V : {1, 2, 3, 70}) {
-    const SamplerConfig c{.temperature = 1.0f, .top_k = 100, .top_p = 0.8f, .min_p = 0.0f, .repeat_penalty = 1.0f, .seed = 7};
+    const SamplerConfig c{
+        .temperature = 1.0f, .top_k = 100, .top_p = 0.8f, .min_p = 0.0f, .repeat_penalty = 1.0f, .seed = 7};
     Sampler sampler(c);
     std::mt19937_64 rng(c.seed);
     for (int draw = 0; draw < 50; ++draw) {

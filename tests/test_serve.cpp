@@ -35,7 +35,9 @@ namespace {
 constexpr const char* kModel = "real/llama-2-tiny-random.gguf";
 
 // Temporary files are per process: ctest -j runs tests as parallel processes.
-std::string tmp(const std::string& name) { return testing::TempDir() + "/toy_serve_" + std::to_string(::getpid()) + "_" + name; }
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + "/toy_serve_" + std::to_string(::getpid()) + "_" + name;
+}
 
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
@@ -131,8 +133,8 @@ struct RawConn {
 };
 
 std::string http_post_text(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 json health(int port) { return get(port, "/health").j(); }
@@ -151,12 +153,9 @@ bool wait_busy(int port, int busy) {
 // write once the (small) socket buffers are full, holding its slot.
 std::unique_ptr<RawConn> hold_a_slot(int port) {
   auto c = std::make_unique<RawConn>(port, /*rcvbuf=*/4096);
-  const json body = {{"model", "tiny"},
-                     {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
-                     {"max_tokens", 3000},
-                     {"ignore_eos", true},
-                     {"logprobs", true},
-                     {"top_logprobs", 20},
+  const json body = {{"model", "tiny"},    {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                     {"max_tokens", 3000}, {"ignore_eos", true},
+                     {"logprobs", true},   {"top_logprobs", 20},
                      {"stream", true}};
   c->send_all(http_post_text("/v1/chat/completions", body.dump()));
   c->read_until("data: ");  // the stream has started
@@ -172,8 +171,8 @@ TEST(ServeTextStream, StopStringsAcrossPiecesAndUtf8) {
   toy::serve::TextStream t({"\n\nUser:", "END"});
   EXPECT_EQ(t.push("Hello"), "Hello");
   EXPECT_EQ(t.push(" world\n"), " world");  // "\n" may begin "\n\nUser:"
-  EXPECT_EQ(t.push("\nUs"), "");             // still a prefix
-  EXPECT_EQ(t.push("ual"), "\n\nUsual");     // no longer
+  EXPECT_EQ(t.push("\nUs"), "");            // still a prefix
+  EXPECT_EQ(t.push("ual"), "\n\nUsual");    // no longer
   EXPECT_FALSE(t.stopped());
   EXPECT_EQ(t.push(" E"), " ");
   EXPECT_EQ(t.push("NDx"), "");  // "END" complete: nothing after it, nor the stop string, is sent
@@ -182,12 +181,12 @@ TEST(ServeTextStream, StopStringsAcrossPiecesAndUtf8) {
   EXPECT_EQ(t.push("more"), "");
 
   toy::serve::TextStream u({});
-  EXPECT_EQ(u.push("caf\xC3"), "caf");       // "é" split over two byte tokens waits
+  EXPECT_EQ(u.push("caf\xC3"), "caf");  // "é" split over two byte tokens waits
   EXPECT_EQ(u.push("\xA9!"), "\xC3\xA9!");
-  EXPECT_EQ(u.push("\xF0\x9F"), "");          // half an emoji
-  EXPECT_EQ(u.finish(), "\xF0\x9F");          // at the end, whatever is left goes out
+  EXPECT_EQ(u.push("\xF0\x9F"), "");  // half an emoji
+  EXPECT_EQ(u.finish(), "\xF0\x9F");  // at the end, whatever is left goes out
 
-  toy::serve::TextStream v({"ab", "b"});      // the earliest match wins
+  toy::serve::TextStream v({"ab", "b"});  // the earliest match wins
   EXPECT_EQ(v.push("xab"), "x");
   EXPECT_TRUE(v.stopped());
 }
@@ -208,7 +207,8 @@ TEST(ServeTemplate, EveryFixtureCaseRendersExactly) {
       const std::string msgs = tmp("messages.json");
       std::ofstream(msgs) << c["messages"].dump();
       const auto r = run_toy("template " + shell_quote(tmpl.string()) + " --messages " + msgs + " --bos-token " +
-                             shell_quote(spec["bos_token"]) + " --eos-token " + shell_quote(spec["eos_token"]) + " --today 2026-11-30");
+                             shell_quote(spec["bos_token"]) + " --eos-token " + shell_quote(spec["eos_token"]) +
+                             " --today 2026-11-30");
       ASSERT_EQ(r.code, 0) << r.err;
       EXPECT_EQ(r.out, c["prompt"].get<std::string>());
       ++n;
@@ -230,10 +230,11 @@ TEST(ServeTemplate, InputsAndErrors) {
   EXPECT_EQ(r.out, "[user] Hi\n");  // the template's own newline, none added
   r = run_toy("template " + dir + "/t_plain.jinja --messages -", R"([{"role": "user", "content": "stdin"}])");
   EXPECT_EQ(r.out, "[user] stdin\n");
-  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja").code, 2);                                        // no --messages
-  EXPECT_EQ(run_toy("template " + dir + "/t_bad.jinja --messages " + dir + "/t_msgs.json").code, 3);       // template syntax
-  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_bad.json").code, 3);      // messages JSON
-  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_msgs.json --today 2026-13-45").code, 2);
+  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja").code, 2);                                   // no --messages
+  EXPECT_EQ(run_toy("template " + dir + "/t_bad.jinja --messages " + dir + "/t_msgs.json").code, 3);  // template syntax
+  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_bad.json").code, 3);  // messages JSON
+  EXPECT_EQ(run_toy("template " + dir + "/t_plain.jinja --messages " + dir + "/t_msgs.json --today 2026-13-45").code,
+            2);
 
   // A GGUF without a template: ChatML, as the server uses; BOS is not a string in the output.
   const fs::path model = toy::test::fixture(kModel);
@@ -251,7 +252,8 @@ class Serve : public ::testing::Test {
   static void SetUpTestSuite() {
     model_ = toy::test::fixture(kModel);
     if (model_.empty()) return;
-    server_ = new ServerProcess(model_.string(), "--name tiny --parallel 2 --queue 4 --ctx 1024 --max-body 65536 --timeout 30");
+    server_ = new ServerProcess(model_.string(),
+                                "--name tiny --parallel 2 --queue 4 --ctx 1024 --max-body 65536 --timeout 30");
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -299,18 +301,21 @@ TEST_F(Serve, GreedyCompletionEqualsToyInfer) {
   ASSERT_FALSE(infer.out.empty());
   const std::string expected = infer.out.substr(0, infer.out.size() - 1);  // infer ends with "\n"
 
-  Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}});
+  Reply r = post(port, "/v1/completions",
+                 json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json j = r.j();
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["choices"][0]["text"], expected);
-  EXPECT_EQ(j["usage"]["total_tokens"], j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(j["usage"]["total_tokens"],
+            j["usage"]["prompt_tokens"].get<int>() + j["usage"]["completion_tokens"].get<int>());
   if (j["choices"][0]["finish_reason"] == "length") {
     EXPECT_EQ(j["usage"]["completion_tokens"], 24);
   }
 
   // The same through the streaming path and with token ids as the prompt.
-  r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"stream", true}});
+  r = post(port, "/v1/completions",
+           json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"stream", true}});
   bool done = false;
   std::string text;
   for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
@@ -322,9 +327,12 @@ TEST_F(Serve, GreedyCompletionEqualsToyInfer) {
 }
 
 TEST_F(Serve, ChatCompletionObject) {
-  Reply r = post(port, "/v1/chat/completions",
-                 json{{"model", "tiny"}, {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi!"}}}},
-                      {"max_tokens", 8}, {"temperature", 0}});
+  Reply r =
+      post(port, "/v1/chat/completions",
+           json{{"model", "tiny"},
+                {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi!"}}}},
+                {"max_tokens", 8},
+                {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json j = r.j();
   EXPECT_EQ(j["object"], "chat.completion");
@@ -334,23 +342,32 @@ TEST_F(Serve, ChatCompletionObject) {
   EXPECT_TRUE(j["choices"][0]["message"]["content"].is_string());
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
   // The prompt is the ChatML rendering (`toy template` prints it), tokenized with BOS.
-  const std::string chatml = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n";
+  const std::string chatml =
+      "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n";
   const json ids = post(port, "/tokenize", json{{"content", chatml}, {"add_special", true}}).j()["tokens"];
   EXPECT_EQ(j["usage"]["prompt_tokens"], ids.size());
   // Content parts are joined text; "developer" is the system role.
   Reply parts = post(port, "/v1/chat/completions",
                      json{{"model", "tiny"},
-                          {"messages", {{{"role", "developer"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hi!"}}}}}}},
-                          {"max_tokens", 8}, {"temperature", 0}});
+                          {"messages",
+                           {{{"role", "developer"}, {"content", "Be brief."}},
+                            {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hi!"}}}}}}},
+                          {"max_tokens", 8},
+                          {"temperature", 0}});
   ASSERT_EQ(parts.status, 200) << parts.body;
   EXPECT_EQ(parts.j()["choices"][0]["message"]["content"], j["choices"][0]["message"]["content"]);
 }
 
 TEST_F(Serve, StreamingChunkFormat) {
   const json msgs = {{{"role", "user"}, {"content", "Tell me a story."}}};
-  Reply whole = post(port, "/v1/chat/completions", json{{"model", "tiny"}, {"messages", msgs}, {"max_tokens", 10}, {"temperature", 0}});
+  Reply whole = post(port, "/v1/chat/completions",
+                     json{{"model", "tiny"}, {"messages", msgs}, {"max_tokens", 10}, {"temperature", 0}});
   Reply r = post(port, "/v1/chat/completions",
-                 json{{"model", "tiny"}, {"messages", msgs}, {"max_tokens", 10}, {"temperature", 0}, {"stream", true},
+                 json{{"model", "tiny"},
+                      {"messages", msgs},
+                      {"max_tokens", 10},
+                      {"temperature", 0},
+                      {"stream", true},
                       {"stream_options", {{"include_usage", true}}}});
   ASSERT_EQ(r.status, 200) << r.body;
   bool done = false;
@@ -386,7 +403,8 @@ TEST_F(Serve, StreamingChunkFormat) {
 }
 
 TEST_F(Serve, StopStringsSpanningTokens) {
-  const json base = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
+  const json base = {
+      {"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
   json with_tokens = base;
   with_tokens["logprobs"] = 0;
   const json full = post(port, "/v1/completions", with_tokens).j();
@@ -394,11 +412,14 @@ TEST_F(Serve, StopStringsSpanningTokens) {
   const json pieces = full["choices"][0]["logprobs"]["tokens"];
   // A stop string that starts inside one token and ends inside the next: the last two bytes of
   // one piece and the first two of the following one (ASCII pieces of at least 3 bytes).
-  auto ascii = [](const std::string& s) { return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; }); };
+  auto ascii = [](const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  };
   std::string stop;
   for (size_t i = 2; i + 1 < pieces.size() && stop.empty(); ++i) {
     const std::string a = pieces[i], b = pieces[i + 1];
-    if (a.size() >= 3 && b.size() >= 3 && ascii(a.substr(a.size() - 2)) && ascii(b.substr(0, 2))) stop = a.substr(a.size() - 2) + b.substr(0, 2);
+    if (a.size() >= 3 && b.size() >= 3 && ascii(a.substr(a.size() - 2)) && ascii(b.substr(0, 2)))
+      stop = a.substr(a.size() - 2) + b.substr(0, 2);
   }
   if (stop.empty()) GTEST_SKIP() << "no two adjacent pieces of 3+ bytes in: " << text;
   const size_t first = text.find(stop);
@@ -432,7 +453,8 @@ TEST_F(Serve, StopStringsSpanningTokens) {
 
 TEST_F(Serve, EchoLogprobsEqualToyEval) {
   const std::string text = "The cat sat on the mat and looked at the dog.";
-  Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", text}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}});
+  Reply r = post(port, "/v1/completions",
+                 json{{"model", "tiny"}, {"prompt", text}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json lp = r.j()["choices"][0]["logprobs"];
   EXPECT_EQ(r.j()["choices"][0]["text"], text);
@@ -450,7 +472,14 @@ TEST_F(Serve, EchoLogprobsEqualToyEval) {
     EXPECT_NEAR(server_best, best, 1e-5);
   }
   // Offsets are increasing; generated tokens continue after the echoed text.
-  Reply g = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", text}, {"max_tokens", 4}, {"echo", true}, {"logprobs", 0}, {"temperature", 0}, {"ignore_eos", true}});
+  Reply g = post(port, "/v1/completions",
+                 json{{"model", "tiny"},
+                      {"prompt", text},
+                      {"max_tokens", 4},
+                      {"echo", true},
+                      {"logprobs", 0},
+                      {"temperature", 0},
+                      {"ignore_eos", true}});
   const json glp = g.j()["choices"][0]["logprobs"];
   ASSERT_EQ(glp["tokens"].size(), e["tokens"].size() + 4);
   EXPECT_EQ(glp["text_offset"][e["tokens"].size()], text.size());
@@ -458,8 +487,13 @@ TEST_F(Serve, EchoLogprobsEqualToyEval) {
 
 TEST_F(Serve, ChatLogprobsAreGreedyChoices) {
   Reply r = post(port, "/v1/chat/completions",
-                 json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 5}, {"temperature", 0},
-                      {"logprobs", true}, {"top_logprobs", 2}, {"ignore_eos", true}});
+                 json{{"model", "tiny"},
+                      {"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                      {"max_tokens", 5},
+                      {"temperature", 0},
+                      {"logprobs", true},
+                      {"top_logprobs", 2},
+                      {"ignore_eos", true}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json c = r.j()["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(c.size(), 5u);
@@ -474,7 +508,11 @@ TEST_F(Serve, ChatLogprobsAreGreedyChoices) {
 
 TEST_F(Serve, MaxTokensIsCappedAtTheContext) {
   Reply r = post(port, "/v1/completions",
-                 json{{"model", "tiny"}, {"prompt", "Hello"}, {"max_tokens", 1000000000}, {"ignore_eos", true}, {"temperature", 0}});
+                 json{{"model", "tiny"},
+                      {"prompt", "Hello"},
+                      {"max_tokens", 1000000000},
+                      {"ignore_eos", true},
+                      {"temperature", 0}});
   ASSERT_EQ(r.status, 200) << r.body;
   const json u = r.j()["usage"];
   EXPECT_EQ(u["total_tokens"], 1024);  // the context (--ctx 1024) is full
@@ -485,7 +523,8 @@ TEST_F(Serve, MaxTokensIsCappedAtTheContext) {
   r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", longp}});
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.j()["error"]["code"], "context_length_exceeded");
-  r = post(port, "/v1/chat/completions", json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", longp}}}}});
+  r = post(port, "/v1/chat/completions",
+           json{{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", longp}}}}});
   EXPECT_EQ(r.status, 400);
 }
 
@@ -506,10 +545,13 @@ TEST_F(Serve, ClientMistakes) {
       {"/v1/chat/completions", R"({"model":"tiny","messages":[]})", 400, "messages"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":"hi"})", 400, "messages"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"user"}]})", 400, "messages[0].content"},
-      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"wizard","content":"x"}]})", 400, "messages[0].role"},
-      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", 400, ""},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"wizard","content":"x"}]})", 400,
+       "messages[0].role"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", 400,
+       ""},
       {"/v1/chat/completions", R"({"model":"gpt-4","messages":)" + msgs + "}", 404, "model"},
-      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":"hot"})", 400, "temperature"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":"hot"})", 400,
+       "temperature"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":7})", 400, "temperature"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"max_tokens":-1})", 400, "max_tokens"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"max_tokens":2.5})", 400, "max_tokens"},
@@ -517,7 +559,8 @@ TEST_F(Serve, ClientMistakes) {
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"stop":[1]})", 400, ""},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"n":3})", 400, "n"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"top_logprobs":3})", 400, "top_logprobs"},
-      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"logit_bias":{"x":1}})", 400, "logit_bias"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"logit_bias":{"x":1}})", 400,
+       "logit_bias"},
       {"/v1/completions", R"({"model":"tiny"})", 400, "prompt"},
       {"/v1/completions", R"({"model":"tiny","prompt":5})", 400, "prompt"},
       {"/v1/completions", R"({"model":"tiny","prompt":[1,-2]})", 400, "prompt"},
@@ -544,25 +587,60 @@ TEST_F(Serve, ClientMistakes) {
   }
   EXPECT_EQ(get(port, "/nowhere").status, 404);
   EXPECT_EQ(get(port, "/v1/chat/completions").status, 405);  // a known route, the wrong method
-  EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "still serving"}, {"max_tokens", 2}}).status, 200);
+  EXPECT_EQ(
+      post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "still serving"}, {"max_tokens", 2}}).status,
+      200);
 }
 
 // Odd values in every field: a 4xx or a 200, never a 5xx (SDKs retry those), never a crash.
 TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
-  const std::vector<json> values = {nullptr, true, "x", -1, 0, 3.5, 1e308, json::array(), json::object(), json::array({json::array()}),
-                                    std::string(2000, 'z'), json::array({"a", 1})};
-  const std::vector<std::string> fields = {"model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
-                                           "top_k", "min_p", "seed", "stop", "stream", "stream_options", "logprobs", "top_logprobs",
-                                           "echo", "n", "presence_penalty", "frequency_penalty", "logit_bias", "tools", "response_format",
-                                           "suffix", "ignore_eos", "user"};
+  const std::vector<json> values = {nullptr,
+                                    true,
+                                    "x",
+                                    -1,
+                                    0,
+                                    3.5,
+                                    1e308,
+                                    json::array(),
+                                    json::object(),
+                                    json::array({json::array()}),
+                                    std::string(2000, 'z'),
+                                    json::array({"a", 1})};
+  const std::vector<std::string> fields = {"model",
+                                           "prompt",
+                                           "messages",
+                                           "max_tokens",
+                                           "max_completion_tokens",
+                                           "temperature",
+                                           "top_p",
+                                           "top_k",
+                                           "min_p",
+                                           "seed",
+                                           "stop",
+                                           "stream",
+                                           "stream_options",
+                                           "logprobs",
+                                           "top_logprobs",
+                                           "echo",
+                                           "n",
+                                           "presence_penalty",
+                                           "frequency_penalty",
+                                           "logit_bias",
+                                           "tools",
+                                           "response_format",
+                                           "suffix",
+                                           "ignore_eos",
+                                           "user"};
   int answered = 0;
   for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
     const bool chat = std::string(path).find("chat") != std::string::npos;
     for (const std::string& f : fields)
       for (const json& v : values) {
         json body = {{"model", "tiny"}, {"max_tokens", 1}, {"temperature", 0}};
-        if (chat) body["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
-        else body["prompt"] = "Hi";
+        if (chat)
+          body["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
+        else
+          body["prompt"] = "Hi";
         body[f] = v;
         Reply r = post(port, path, body);
         SCOPED_TRACE(std::string(path) + " " + f + "=" + v.dump().substr(0, 40));
@@ -576,11 +654,13 @@ TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
   }
   EXPECT_EQ(answered, 2 * int(fields.size() * values.size()));
   // Odd message shapes.
-  for (const json& m : {json::array({nullptr}), json::array({json::array()}), json::array({{{"role", 5}, {"content", "x"}}}),
-                        json::array({{{"role", "user"}, {"content", 5}}}), json::array({{{"role", "user"}, {"content", nullptr}}}),
-                        json::array({{{"role", "user"}, {"content", {{{"type", "text"}}}}}}),
-                        json::array({{{"role", "user"}, {"content", "x"}, {"name", json::object()}}}),
-                        json::array({{{"role", "tool"}, {"content", "x"}}}), json::array({{{"role", "assistant"}, {"tool_calls", 7}}})}) {
+  for (const json& m :
+       {json::array({nullptr}), json::array({json::array()}), json::array({{{"role", 5}, {"content", "x"}}}),
+        json::array({{{"role", "user"}, {"content", 5}}}), json::array({{{"role", "user"}, {"content", nullptr}}}),
+        json::array({{{"role", "user"}, {"content", {{{"type", "text"}}}}}}),
+        json::array({{{"role", "user"}, {"content", "x"}, {"name", json::object()}}}),
+        json::array({{{"role", "tool"}, {"content", "x"}}}),
+        json::array({{{"role", "assistant"}, {"tool_calls", 7}}})}) {
     Reply r = post(port, "/v1/chat/completions", json{{"model", "tiny"}, {"messages", m}, {"max_tokens", 1}});
     EXPECT_NE(r.status, 0);
     EXPECT_LT(r.status, 500) << m.dump() << " -> " << r.body;
@@ -617,7 +697,9 @@ TEST_F(Serve, ClientThatVanishesMidStreamFreesItsSlot) {
   // A client that reads a little, then goes away.
   {
     RawConn c(port);
-    c.send_all(http_post_text("/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}}.dump()));
+    c.send_all(http_post_text(
+        "/v1/completions",
+        json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}}.dump()));
     c.read_until("data: ");
   }
   EXPECT_TRUE(wait_busy(port, 0));
@@ -629,7 +711,10 @@ TEST_F(Serve, ClientThatVanishesBeforeANonStreamedAnswerFreesItsSlot) {
   // hangs up while it is generated. The server notices the closed socket and stops.
   {
     RawConn c(port);
-    c.send_all(http_post_text("/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1000}, {"ignore_eos", true}, {"logprobs", 20}}.dump()));
+    c.send_all(http_post_text(
+        "/v1/completions",
+        json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1000}, {"ignore_eos", true}, {"logprobs", 20}}
+            .dump()));
     ASSERT_TRUE(wait_busy(port, 1)) << health(port).dump();
   }
   EXPECT_TRUE(wait_busy(port, 0)) << "the slot was not freed: " << health(port).dump();
@@ -665,13 +750,19 @@ TEST_F(Serve, ManyConcurrentClientsGetIndependentAnswers) {
   const std::vector<std::string> prompts = {"Once upon a time", "The cat", "In a galaxy far away", "Hello"};
   std::vector<std::string> alone;
   for (const auto& p : prompts)
-    alone.push_back(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", p}, {"max_tokens", 12}, {"temperature", 0}}).j()["choices"][0]["text"]);
+    alone.push_back(
+        post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", p}, {"max_tokens", 12}, {"temperature", 0}})
+            .j()["choices"][0]["text"]);
   constexpr int kClients = 24;
   std::vector<std::future<Reply>> futures;
   for (int i = 0; i < kClients; ++i)
     futures.push_back(std::async(std::launch::async, [&, i] {
       return post(port, "/v1/completions",
-                  json{{"model", "tiny"}, {"prompt", prompts[size_t(i) % prompts.size()]}, {"max_tokens", 12}, {"temperature", 0}, {"stream", i % 2 == 1}});
+                  json{{"model", "tiny"},
+                       {"prompt", prompts[size_t(i) % prompts.size()]},
+                       {"max_tokens", 12},
+                       {"temperature", 0},
+                       {"stream", i % 2 == 1}});
     }));
   int ok = 0, busy = 0;
   for (int i = 0; i < kClients; ++i) {
@@ -696,7 +787,8 @@ TEST_F(Serve, ManyConcurrentClientsGetIndependentAnswers) {
   EXPECT_EQ(ok + busy, kClients);
   // Many bare connections at once (the listen backlog), then the server still answers.
   std::vector<std::future<int>> pings;
-  for (int i = 0; i < 64; ++i) pings.push_back(std::async(std::launch::async, [&] { return get(port, "/health").status; }));
+  for (int i = 0; i < 64; ++i)
+    pings.push_back(std::async(std::launch::async, [&] { return get(port, "/health").status; }));
   for (auto& f : pings) EXPECT_EQ(f.get(), 200);
   EXPECT_TRUE(wait_busy(port, 0));
 }
@@ -714,10 +806,27 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
   // request keeps for itself.
   const std::vector<json> requests = {
       {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 48}, {"temperature", 0}, {"logprobs", 3}},
-      {{"model", "tiny"}, {"prompt", "The cat sat"}, {"max_tokens", 40}, {"temperature", 0.9}, {"top_p", 0.9}, {"seed", 7}, {"stream", true}},
-      {{"model", "tiny"}, {"prompt", "In a galaxy far away, a very long time ago"}, {"max_tokens", 56}, {"temperature", 1.2}, {"seed", 8},
-       {"frequency_penalty", 0.5}, {"logprobs", 2}},
-      {{"model", "tiny"}, {"prompt", "Hello"}, {"max_tokens", 44}, {"temperature", 0.7}, {"seed", 9}, {"stream", true}, {"ignore_eos", true}},
+      {{"model", "tiny"},
+       {"prompt", "The cat sat"},
+       {"max_tokens", 40},
+       {"temperature", 0.9},
+       {"top_p", 0.9},
+       {"seed", 7},
+       {"stream", true}},
+      {{"model", "tiny"},
+       {"prompt", "In a galaxy far away, a very long time ago"},
+       {"max_tokens", 56},
+       {"temperature", 1.2},
+       {"seed", 8},
+       {"frequency_penalty", 0.5},
+       {"logprobs", 2}},
+      {{"model", "tiny"},
+       {"prompt", "Hello"},
+       {"max_tokens", 44},
+       {"temperature", 0.7},
+       {"seed", 9},
+       {"stream", true},
+       {"ignore_eos", true}},
   };
   // The answer's text (+ logprobs when asked), from a plain or a streamed response.
   auto answer = [](const Reply& r, bool stream) {
@@ -737,7 +846,8 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
   const json before = health(port);
   for (int round = 0; round < 2; ++round) {
     std::vector<std::future<Reply>> futures;
-    for (const json& q : requests) futures.push_back(std::async(std::launch::async, [&, q] { return post(port, "/v1/completions", q); }));
+    for (const json& q : requests)
+      futures.push_back(std::async(std::launch::async, [&, q] { return post(port, "/v1/completions", q); }));
     for (size_t i = 0; i < requests.size(); ++i) {
       const Reply r = futures[i].get();
       ASSERT_EQ(r.status, 200) << r.body;
@@ -749,7 +859,8 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
   const int64_t steps = after["decode_steps"].get<int64_t>() - before["decode_steps"].get<int64_t>();
   const int64_t tokens = after["decode_tokens"].get<int64_t>() - before["decode_tokens"].get<int64_t>();
   ASSERT_GT(steps, 0);
-  std::printf("  %lld decode steps fed %lld tokens: mean batch %.2f\n", (long long)steps, (long long)tokens, double(tokens) / double(steps));
+  std::printf("  %lld decode steps fed %lld tokens: mean batch %.2f\n", (long long)steps, (long long)tokens,
+              double(tokens) / double(steps));
   EXPECT_GT(tokens, steps + steps / 2);
   EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
 }
@@ -766,13 +877,14 @@ TEST(ServeQueue, FullQueueGets503AndWaitersAreServed) {
   ASSERT_TRUE(wait_busy(port, 1));
   const json small = {{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}};
   auto waiter = std::async(std::launch::async, [&] { return post(port, "/v1/completions", small); });
-  for (int i = 0; i < 100 && health(port).value("requests_waiting", 0) != 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 100 && health(port).value("requests_waiting", 0) != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(health(port)["requests_waiting"], 1);
   Reply refused = post(port, "/v1/completions", small);
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.j()["error"]["code"], "server_busy");
   EXPECT_EQ(get(port, "/health").status, 200);  // cheap routes still answer
-  blocker.reset();                             // the slot frees, the waiter goes
+  blocker.reset();                              // the slot frees, the waiter goes
   EXPECT_EQ(waiter.get().status, 200);
   EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
 }
@@ -783,7 +895,9 @@ TEST(ServeLifecycle, SigtermStopsGracefully) {
   ASSERT_NE(s.port(), 0) << s.log();
   // A request in flight when the signal arrives still gets its whole answer.
   auto inflight = std::async(std::launch::async, [&] {
-    return post(s.port(), "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 400}, {"ignore_eos", true}, {"temperature", 0}});
+    return post(
+        s.port(), "/v1/completions",
+        json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 400}, {"ignore_eos", true}, {"temperature", 0}});
   });
   wait_busy(s.port(), 1);
   EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
@@ -806,8 +920,9 @@ TEST(ServeLifecycle, ChatTemplateErrorsAreClear) {
   TOY_REQUIRE_FIXTURE(model, kModel);
   const std::string dir = tmp("dir");
   fs::create_directories(dir);
-  std::ofstream(dir + "/raises.jinja") << "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with a user message') }}"
-                                          "{% endif %}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>";
+  std::ofstream(dir + "/raises.jinja")
+      << "{% if messages[0].role != 'user' %}{{ raise_exception('Conversations must start with a user message') }}"
+         "{% endif %}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>";
   std::ofstream(dir + "/broken.jinja") << "{% for m in messages %}{{ m.content }";
   const json user = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}};
   const json asst = {{"model", "tiny"}, {"messages", {{{"role", "assistant"}, {"content", "Hi"}}}}, {"max_tokens", 2}};
@@ -818,7 +933,8 @@ TEST(ServeLifecycle, ChatTemplateErrorsAreClear) {
     Reply r = post(s.port(), "/v1/chat/completions", asst);
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(r.j()["error"]["code"], "chat_template_error");
-    EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("must start with a user message"), std::string::npos) << r.body;
+    EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("must start with a user message"), std::string::npos)
+        << r.body;
   }
   {
     ServerProcess s(model.string(), "--name tiny --chat-template " + dir + "/broken.jinja");
@@ -827,7 +943,8 @@ TEST(ServeLifecycle, ChatTemplateErrorsAreClear) {
     Reply r = post(s.port(), "/v1/chat/completions", user);
     EXPECT_EQ(r.status, 400);
     EXPECT_EQ(r.j()["error"]["code"], "chat_template_error");
-    EXPECT_EQ(post(s.port(), "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}}).status, 200);
+    EXPECT_EQ(post(s.port(), "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}}).status,
+              200);
   }
 }
 
@@ -861,7 +978,8 @@ TEST(ServeSdk, OfficialOpenAINodeSdk) {
   }
   ServerProcess s(model.string(), "--name smol --parallel 2");
   ASSERT_NE(s.port(), 0) << s.log();
-  const auto r = std::system(("cd " + dir.string() + " && timeout 300 node sdk_test.mjs " + s.url() + "/v1 smol >sdk.log 2>&1").c_str());
+  const auto r = std::system(
+      ("cd " + dir.string() + " && timeout 300 node sdk_test.mjs " + s.url() + "/v1 smol >sdk.log 2>&1").c_str());
   const std::string out = toy::test::read_text(dir / "sdk.log");
   EXPECT_EQ(r, 0) << out << "\nserver log:\n" << s.log();
   EXPECT_NE(out.find("checks passed"), std::string::npos) << out;

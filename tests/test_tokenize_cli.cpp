@@ -64,7 +64,8 @@ TEST(TokenizeCli, TextPiecesAndSpecialTokens) {
             "1 -> '<s>'\n263 -> ' a'\n13 -> '\\n'\n29890 -> 'b'\n");
   EXPECT_EQ(run_toy("tokenize " + qwen + " --text '<|im_start|>hi' --parse-special").out, "151644 6023\n");
   EXPECT_NE(run_toy("tokenize " + qwen + " --text '<|im_start|>hi'").out.substr(0, 6), "151644");
-  EXPECT_EQ(run_toy("tokenize " + qwen + " --file -", "Hello world").out, run_toy("tokenize " + qwen + " --text 'Hello world'").out);
+  EXPECT_EQ(run_toy("tokenize " + qwen + " --file -", "Hello world").out,
+            run_toy("tokenize " + qwen + " --text 'Hello world'").out);
 }
 
 TEST(TokenizeCli, Errors) {
@@ -73,8 +74,8 @@ TEST(TokenizeCli, Errors) {
   auto r = run_toy("tokenize " + spm + " --file /no/such/prompt.txt");
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("cannot read /no/such/prompt.txt"), std::string::npos) << r.err;
-  EXPECT_EQ(run_toy("tokenize " + spm).code, 2);                          // neither --text nor --file
-  EXPECT_EQ(run_toy("tokenize " + spm + " --text a --file b").code, 2);   // both
+  EXPECT_EQ(run_toy("tokenize " + spm).code, 2);                         // neither --text nor --file
+  EXPECT_EQ(run_toy("tokenize " + spm + " --text a --file b").code, 2);  // both
   EXPECT_EQ(run_toy("tokenize /no/such/model.gguf --text a").code, 3);
   // A GGUF file without a tokenizer: exit 3 with the reason.
   const std::string empty = write_temp("no_vocab.gguf", std::string("GGUF\x03\0\0\0", 8) + std::string(16, '\0'));

@@ -22,9 +22,8 @@ using toy::gguf::GgufWriter;
 using toy::gguf::Value;
 
 // The vocabularies with test vectors (fixtures/tokenizer/README.md).
-const std::vector<std::string> kVocabs = {"llama-spm", "phi-3",     "llama-bpe",      "gpt-2",
-                                          "qwen2",     "falcon",    "deepseek-coder", "deepseek-llm",
-                                          "starcoder", "mpt",       "refact",         "bert-bge"};
+const std::vector<std::string> kVocabs = {"llama-spm",      "phi-3",        "llama-bpe", "gpt-2", "qwen2",  "falcon",
+                                          "deepseek-coder", "deepseek-llm", "starcoder", "mpt",   "refact", "bert-bge"};
 
 std::string vocab_rel(const std::string& name) { return "tokenizer/ggml-vocab-" + name + ".gguf"; }
 
@@ -97,7 +96,8 @@ TEST_P(TokenizerVectors, EncodeMatchesLlamaCpp) {
     const auto ids = tok->encode(c.text);
     if (ids != c.ids) {
       ++failures;
-      ADD_FAILURE() << GetParam() << ": input '" << c.text << "'\n  expected" << show(c.ids) << "\n  got     " << show(ids);
+      ADD_FAILURE() << GetParam() << ": input '" << c.text << "'\n  expected" << show(c.ids) << "\n  got     "
+                    << show(ids);
     }
   }
   EXPECT_EQ(failures, 0);
@@ -114,12 +114,11 @@ TEST_P(TokenizerVectors, DecodeGivesTheTextBack) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TokenizerFixtures, TokenizerVectors, ::testing::ValuesIn(kVocabs),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(TokenizerFixtures, TokenizerVectors, ::testing::ValuesIn(kVocabs), [](const auto& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
 
 // ---- special tokens, BOS/EOS, pieces ----------------------------------------------------------
 
@@ -143,11 +142,14 @@ TEST(Tokenizer, SpecialTokensAreParsedOnlyWhenAsked) {
   const auto plain = qwen->encode("<|im_start|>user\nhi<|im_end|>");
   EXPECT_EQ(std::count(plain.begin(), plain.end(), im_start), 0);
   EXPECT_EQ(qwen->decode(plain), "<|im_start|>user\nhi<|im_end|>");  // text in, text out
-  EXPECT_EQ(qwen->decode(parsed), "user\nhi");                         // control tokens render as nothing
+  EXPECT_EQ(qwen->decode(parsed), "user\nhi");                       // control tokens render as nothing
 }
 
 TEST(Tokenizer, BosAndEosFollowTheVocabulary) {
-  struct Expect { std::string vocab; std::vector<int32_t> first, last; };
+  struct Expect {
+    std::string vocab;
+    std::vector<int32_t> first, last;
+  };
   for (const Expect& e : std::vector<Expect>{{"llama-spm", {1}, {}},
                                              {"llama-bpe", {128000}, {}},
                                              {"deepseek-coder", {32013}, {}},
@@ -217,14 +219,15 @@ TEST(Tokenizer, Pieces) {
 
   TOY_REQUIRE_FIXTURE(gpt2_path, vocab_rel("gpt-2"));
   auto gpt2 = load(gpt2_path);
-  EXPECT_EQ(gpt2->piece(gpt2->token_id("\xC4\xA0Hello")), " Hello");  // "ĠHello"
+  EXPECT_EQ(gpt2->piece(gpt2->token_id("\xC4\xA0Hello")), " Hello");          // "ĠHello"
   EXPECT_EQ(gpt2->decode(gpt2->encode("Hello , world !")), "Hello, world!");  // llama.cpp's clean-up
 }
 
 // ---- streaming --------------------------------------------------------------------------------
 
 TEST(Tokenizer, StreamDecoderEmitsWholeCharactersOnly) {
-  const std::string emoji = "\xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F";  // 😶‍🌫️: 4 code points
+  const std::string emoji =
+      "\xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F";  // 😶‍🌫️: 4 code points
   for (const std::string name : {"llama-spm", "qwen2", "gpt-2"}) {
     SCOPED_TRACE(name);
     const auto path = toy::test::fixture(vocab_rel(name));
@@ -250,7 +253,9 @@ TEST(Tokenizer, StreamDecoderEmitsWholeCharactersOnly) {
   StreamDecoder sd(*bytes);
   EXPECT_EQ(sd.push(3 + 0xF0), "");
   EXPECT_EQ(sd.push(3 + 0x9F), "");
-  EXPECT_EQ(sd.push(3 + 'a'), "\xEF\xBF\xBD" "a");  // "F0 9F" can no longer complete: one U+FFFD
+  EXPECT_EQ(sd.push(3 + 'a'),
+            "\xEF\xBF\xBD"
+            "a");  // "F0 9F" can no longer complete: one U+FFFD
   EXPECT_EQ(sd.push(3 + 0xE2), "");
   EXPECT_EQ(sd.flush(), "\xEF\xBF\xBD");  // an incomplete character at the end
   EXPECT_EQ(sd.push(3 + 0xFF), "\xEF\xBF\xBD");
@@ -260,15 +265,51 @@ TEST(Tokenizer, StreamDecoderEmitsWholeCharactersOnly) {
 // ---- the byte-level vocabulary and saving -----------------------------------------------------
 
 std::string random_text(std::mt19937& rng, size_t max_len) {
-  static const std::vector<std::string> atoms = {
-      "a", "Hello", " world", "'s", "'LL", "  ", "   ", "\n", "\r\n", "\t", "3", "12345", "½", "é", "Ä", "ß",
-      "нещо", "我想", "가", "ក", "🦙", "😶\u200d🌫️", "<s>", "</s>", "<|im_start|>", "<|endoftext|>", "[PAD]", "##",
-      "\xC3", "\xE2\x82", "\xF0\x9F\xA6", "\x80", "\xFF", "\xC0\xAF", "\xED\xA0\x80", std::string(1, '\0'), "▁", "."};
+  static const std::vector<std::string> atoms = {"a",
+                                                 "Hello",
+                                                 " world",
+                                                 "'s",
+                                                 "'LL",
+                                                 "  ",
+                                                 "   ",
+                                                 "\n",
+                                                 "\r\n",
+                                                 "\t",
+                                                 "3",
+                                                 "12345",
+                                                 "½",
+                                                 "é",
+                                                 "Ä",
+                                                 "ß",
+                                                 "нещо",
+                                                 "我想",
+                                                 "가",
+                                                 "ក",
+                                                 "🦙",
+                                                 "😶\u200d🌫️",
+                                                 "<s>",
+                                                 "</s>",
+                                                 "<|im_start|>",
+                                                 "<|endoftext|>",
+                                                 "[PAD]",
+                                                 "##",
+                                                 "\xC3",
+                                                 "\xE2\x82",
+                                                 "\xF0\x9F\xA6",
+                                                 "\x80",
+                                                 "\xFF",
+                                                 "\xC0\xAF",
+                                                 "\xED\xA0\x80",
+                                                 std::string(1, '\0'),
+                                                 "▁",
+                                                 "."};
   std::string s;
   const size_t n = rng() % max_len;
   while (s.size() < n) {
-    if (rng() % 4 == 0) s += char(rng() % 256);  // any byte at all
-    else s += atoms[rng() % atoms.size()];
+    if (rng() % 4 == 0)
+      s += char(rng() % 256);  // any byte at all
+    else
+      s += atoms[rng() % atoms.size()];
   }
   return s;
 }
@@ -340,7 +381,10 @@ TEST(Tokenizer, WriteGgufRoundTrip) {
 GgufWriter small_spm() {
   GgufWriter w;
   w.set("tokenizer.ggml.model", Value::of_string("llama"));
-  w.set("tokenizer.ggml.tokens", Value::of_strings({"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "b"}));
+  w.set("tokenizer.ggml.tokens", Value::of_strings({"<unk>", "<s>", "</s>",
+                                                    "\xE2\x96\x81"
+                                                    "a",
+                                                    "b"}));
   w.set("tokenizer.ggml.scores", Value::of_f32s({0, 0, 0, -1, -2}));
   w.set("tokenizer.ggml.token_type", Value::of_i32s({2, 3, 3, 1, 1}));
   return w;
@@ -414,7 +458,9 @@ TEST(Tokenizer, MalformedVocabulariesGiveCleanErrors) {
   expect_error(w, "duplicate token 'b' (ids 3 and 4)");
   w = small_spm();
   w.set("tokenizer.ggml.token_type", Value::of_i32s({2, 3, 3, 6, 1}));
-  expect_error(w, "byte token 3 is '\xE2\x96\x81" "a', expected <0xXX>");
+  expect_error(w,
+               "byte token 3 is '\xE2\x96\x81"
+               "a', expected <0xXX>");
   w = small_spm();
   w.set("tokenizer.ggml.model", Value::of_string("t5"));
   expect_error(w, "unsupported tokenizer.ggml.model 't5'");

@@ -46,14 +46,17 @@ TEST(TrainTrace, SmolLM2AdamWMatchesPyTorch) {
 
   // 2 sequences of 32 ids: inputs the first 31, targets the last 31 (62 terms).
   std::vector<int32_t> ids;
-  for (const auto& row : ref["batch"]) for (int32_t id : row) ids.push_back(id);
+  for (const auto& row : ref["batch"])
+    for (int32_t id : row) ids.push_back(id);
   const int64_t B = ref["batch_shape"][0], T = int64_t(ref["batch_shape"][1]) - 1;
   const Batch batch = make_batch(ids, B, T);
 
   const json& o = ref["optimizer"];
   TrainConfig cfg{.schedule = {.kind = ScheduleKind::Constant, .lr = o["lr"].get<float>(), .warmup = 0, .total = 8},
-                  .adamw = {.beta1 = o["betas"][0].get<float>(), .beta2 = o["betas"][1].get<float>(),
-                            .eps = o["eps"].get<float>(), .weight_decay = o["weight_decay"].get<float>()},
+                  .adamw = {.beta1 = o["betas"][0].get<float>(),
+                            .beta2 = o["betas"][1].get<float>(),
+                            .eps = o["eps"].get<float>(),
+                            .weight_decay = o["weight_decay"].get<float>()},
                   .clip = 0.0f};
   TrainEngine engine(*model, cfg);
 
@@ -82,8 +85,8 @@ TEST(TrainTrace, SmolLM2AdamWMatchesPyTorch) {
   }
   const double after = engine.evaluate(batch);
   EXPECT_LT(rel(after, ref["loss_after_last_step"].get<double>()), 1e-5);
-  std::printf("  max relative error: loss %.2e, grad norm %.2e, loss after the last step %.2e\n", worst_loss, worst_norm,
-              rel(after, ref["loss_after_last_step"].get<double>()));
+  std::printf("  max relative error: loss %.2e, grad norm %.2e, loss after the last step %.2e\n", worst_loss,
+              worst_norm, rel(after, ref["loss_after_last_step"].get<double>()));
 
   // Parameters after the 8th update: norms, sums and the first 8 values (GGUF memory order).
   for (const Tensor& p : engine.params()) {
@@ -110,12 +113,12 @@ TEST(Optimizer, AdamWFirstStepIsSignedLr) {
   n.requires_grad_();
   AdamW opt({w, n}, {.weight_decay = 0.5f});
   sum(add(mul(w, w), Tensor::zeros({2, 2}))).backward();  // dw = 2w
-  sum(scale(n, -1.0f)).backward();                         // dn = −1
+  sum(scale(n, -1.0f)).backward();                        // dn = −1
   opt.step(0.1f);
   const float* pw = w.data();
   EXPECT_NEAR(pw[0], 1.0f * (1 - 0.05f) - 0.1f, 1e-6);  // decayed: w is 2-D
   EXPECT_NEAR(pw[1], -2.0f * (1 - 0.05f) + 0.1f, 1e-6);
-  EXPECT_NEAR(n.data()[0], 1.0f + 0.1f, 1e-6);           // not decayed: 1-D
+  EXPECT_NEAR(n.data()[0], 1.0f + 0.1f, 1e-6);  // not decayed: 1-D
   EXPECT_EQ(opt.steps(), 1);
 }
 
@@ -124,7 +127,7 @@ TEST(Optimizer, ScheduleWarmupAndCosine) {
   EXPECT_FLOAT_EQ(lr_at(s, 0), 0.1f);
   EXPECT_FLOAT_EQ(lr_at(s, 9), 1.0f);
   EXPECT_FLOAT_EQ(lr_at(s, 10), 1.0f);
-  EXPECT_NEAR(lr_at(s, 60), 0.55f, 1e-6);   // half way down: (1 + 0.1)/2
+  EXPECT_NEAR(lr_at(s, 60), 0.55f, 1e-6);  // half way down: (1 + 0.1)/2
   EXPECT_NEAR(lr_at(s, 110), 0.1f, 1e-6);
   EXPECT_NEAR(lr_at(s, 500), 0.1f, 1e-6);
   const Schedule c{.kind = ScheduleKind::Constant, .lr = 2.0f, .warmup = 4, .total = 100};
@@ -211,7 +214,10 @@ std::string corpus_text() {
   const char* verbs[] = {"saw", "liked", "found", "wanted", "played with"};
   std::string s;
   uint32_t x = 7;
-  auto pick = [&](int n) { x = x * 1103515245u + 12345u; return int((x >> 16) % uint32_t(n)); };
+  auto pick = [&](int n) {
+    x = x * 1103515245u + 12345u;
+    return int((x >> 16) % uint32_t(n));
+  };
   for (int doc = 0; doc < 120; ++doc) {
     for (int k = 0; k < 4; ++k) s += std::string(names[pick(5)]) + " " + verbs[pick(5)] + " " + things[pick(5)] + ". ";
     s += "\n<|endoftext|>\n";
@@ -225,7 +231,8 @@ std::string write_corpus(const TrainDir& d) {
   return p;
 }
 
-const std::string kTiny = " --d-model 32 --layers 2 --heads 4 --kv-heads 2 --ff 64 --context 16 --batch 4 --lr 3e-3 --no-progress";
+const std::string kTiny =
+    " --d-model 32 --layers 2 --heads 4 --kv-heads 2 --ff 64 --context 16 --batch 4 --lr 3e-3 --no-progress";
 
 std::vector<std::string> loss_lines(const std::string& out) {
   std::vector<std::string> r;
@@ -250,8 +257,9 @@ std::vector<json> events_of(const fs::path& run) {
 TEST(TrainCli, WritesARunBundle) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
-  auto r = test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 12 --eval-every 5 --checkpoint-every 5 --runs-dir " +
-                         d.path("runs") + " --run-id r");
+  auto r =
+      test::run_toy("train from-scratch --corpus " + corpus + kTiny +
+                    " --steps 12 --eval-every 5 --checkpoint-every 5 --runs-dir " + d.path("runs") + " --run-id r");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto lines = loss_lines(r.out);
   ASSERT_EQ(lines.size(), 12u);
@@ -276,7 +284,8 @@ TEST(TrainCli, WritesARunBundle) {
   const auto ev = events_of(run);
   for (const json& e : ev) {
     ++count[e["event"].get<std::string>()];
-    EXPECT_TRUE(std::regex_match(e["time"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+    EXPECT_TRUE(
+        std::regex_match(e["time"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
   }
   EXPECT_EQ(ev.front()["event"], "run_start");
   EXPECT_EQ(ev.front()["schema"], "toy/v1");
@@ -286,24 +295,29 @@ TEST(TrainCli, WritesARunBundle) {
   EXPECT_EQ(count["eval"], 4);        // steps 0, 5, 10 and the end (12)
   EXPECT_EQ(count["checkpoint"], 3);  // steps 5, 10, 12
   for (const json& e : ev)
-    if (e["event"] == "step") { EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[e["step"].get<size_t>()]), 1e-6 * loss_of(lines[0])); }
+    if (e["event"] == "step") {
+      EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[e["step"].get<size_t>()]), 1e-6 * loss_of(lines[0]));
+    }
 
   const std::string svg = test::read_text(run / "loss.svg");
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
-  for (const char* part : {"<polyline", ">step</text>", "loss (cross-entropy", "eval loss", "</svg>"}) EXPECT_NE(svg.find(part), std::string::npos) << part;
+  for (const char* part : {"<polyline", ">step</text>", "loss (cross-entropy", "eval loss", "</svg>"})
+    EXPECT_NE(svg.find(part), std::string::npos) << part;
 }
 
 TEST(TrainCli, FinalCheckpointIsAStandardLlamaGguf) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
-  auto r = test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 30 --eval-every 0 --runs-dir " + d.path("runs") + " --run-id r");
+  auto r = test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 30 --eval-every 0 --runs-dir " +
+                         d.path("runs") + " --run-id r");
   ASSERT_EQ(r.code, 0) << r.err;
   const fs::path ckpt = d.dir / "runs" / "r" / "weights" / "step-30.gguf";
   auto f = gguf::GgufFile::open(ckpt.string());
   EXPECT_EQ(f->architecture(), "llama");
-  for (const char* key : {"llama.context_length", "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
-                          "llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count",
-                          "llama.attention.layer_norm_rms_epsilon", "llama.vocab_size", "tokenizer.ggml.model", "tokenizer.ggml.tokens"})
+  for (const char* key :
+       {"llama.context_length", "llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
+        "llama.attention.head_count", "llama.attention.head_count_kv", "llama.rope.dimension_count",
+        "llama.attention.layer_norm_rms_epsilon", "llama.vocab_size", "tokenizer.ggml.model", "tokenizer.ggml.tokens"})
     EXPECT_TRUE(f->has(key)) << key;
   EXPECT_EQ(f->get_int("llama.vocab_size"), 260);
   EXPECT_EQ(f->find_tensor("output.weight"), nullptr);  // tied: token_embd serves as the output
@@ -339,7 +353,8 @@ TEST(TrainCli, FinalCheckpointIsAStandardLlamaGguf) {
 TEST(TrainCli, SameCommandSameBitsWhateverTheThreadCount) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
-  const std::string base = "train from-scratch --corpus " + corpus + kTiny + " --steps 10 --eval-every 5 --checkpoint-every 5 --runs-dir " + d.path("runs");
+  const std::string base = "train from-scratch --corpus " + corpus + kTiny +
+                           " --steps 10 --eval-every 5 --checkpoint-every 5 --runs-dir " + d.path("runs");
   auto a = test::run_toy(base + " --run-id a --threads 1");
   auto b = test::run_toy(base + " --run-id b --threads 2");
   auto c = test::run_toy(base + " --run-id c --threads 1");
@@ -357,19 +372,22 @@ TEST(TrainCli, SameCommandSameBitsWhateverTheThreadCount) {
   // and 3 threads (uneven chunks).
   const std::string wide = "train from-scratch --corpus " + corpus +
                            " --d-model 64 --layers 2 --heads 4 --kv-heads 2 --ff 256 --context 80 --batch 8 --steps 3"
-                           " --eval-every 0 --no-progress --runs-dir " + d.path("runs");
+                           " --eval-every 0 --no-progress --runs-dir " +
+                           d.path("runs");
   auto w1 = test::run_toy(wide + " --run-id w1 --threads 1");
   auto w3 = test::run_toy(wide + " --run-id w3 --threads 3");
   ASSERT_EQ(w1.code, 0) << w1.err;
   ASSERT_EQ(w3.code, 0) << w3.err;
   EXPECT_EQ(w1.out, w3.out);
-  EXPECT_EQ(test::read_bytes(d.dir / "runs/w1/weights/step-3.gguf"), test::read_bytes(d.dir / "runs/w3/weights/step-3.gguf"));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/w1/weights/step-3.gguf"),
+            test::read_bytes(d.dir / "runs/w3/weights/step-3.gguf"));
 }
 
 TEST(TrainCli, ResumeContinuesExactly) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
-  const std::string base = "train from-scratch --corpus " + corpus + kTiny + " --eval-every 4 --checkpoint-every 3 --runs-dir " + d.path("runs");
+  const std::string base = "train from-scratch --corpus " + corpus + kTiny +
+                           " --eval-every 4 --checkpoint-every 3 --runs-dir " + d.path("runs");
   // Cosine schedule over 12 steps: uninterrupted, versus stopped after 6 and resumed.
   auto full = test::run_toy(base + " --steps 12 --run-id full");
   auto half = test::run_toy(base + " --steps 12 --stop-after 6 --run-id part");
@@ -381,8 +399,10 @@ TEST(TrainCli, ResumeContinuesExactly) {
   auto joined = loss_lines(half.out);
   for (const auto& l : loss_lines(rest.out)) joined.push_back(l);
   EXPECT_EQ(joined, loss_lines(full.out));
-  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.gguf"), test::read_bytes(d.dir / "runs/part/weights/step-12.gguf"));
-  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.optim.gguf"), test::read_bytes(d.dir / "runs/part/weights/step-12.optim.gguf"));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.gguf"),
+            test::read_bytes(d.dir / "runs/part/weights/step-12.gguf"));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.optim.gguf"),
+            test::read_bytes(d.dir / "runs/part/weights/step-12.optim.gguf"));
   const auto ev = events_of(d.dir / "runs/part");
   EXPECT_EQ(ev.back()["event"], "run_end");
   EXPECT_EQ(ev.back()["status"], "completed");
@@ -395,7 +415,8 @@ TEST(TrainCli, ResumeContinuesExactly) {
   joined = loss_lines(c_half.out);
   for (const auto& l : loss_lines(c_rest.out)) joined.push_back(l);
   EXPECT_EQ(joined, loss_lines(c_full.out));
-  EXPECT_EQ(test::read_bytes(d.dir / "runs/cfull/weights/step-12.gguf"), test::read_bytes(d.dir / "runs/cpart/weights/step-12.gguf"));
+  EXPECT_EQ(test::read_bytes(d.dir / "runs/cfull/weights/step-12.gguf"),
+            test::read_bytes(d.dir / "runs/cpart/weights/step-12.gguf"));
 
   // Nothing left to do, or a setting that would change the numbers: usage errors.
   EXPECT_EQ(test::run_toy("train --resume " + d.path("runs/cpart") + " --no-progress").code, 2);
@@ -406,7 +427,8 @@ TEST(TrainCli, ResumeContinuesExactly) {
 TEST(TrainCli, AKillDuringACheckpointLeavesThePreviousOneResumable) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
-  const std::string base = "train from-scratch --corpus " + corpus + kTiny + " --steps 8 --eval-every 0 --checkpoint-every 4 --runs-dir " + d.path("runs");
+  const std::string base = "train from-scratch --corpus " + corpus + kTiny +
+                           " --steps 8 --eval-every 0 --checkpoint-every 4 --runs-dir " + d.path("runs");
   auto full = test::run_toy(base + " --run-id full");
   auto part = test::run_toy(base + " --stop-after 4 --run-id part");
   ASSERT_EQ(full.code, 0) << full.err;
@@ -437,9 +459,11 @@ TEST(TrainCli, DataIdsReproducePyTorchTrace) {
       for (int32_t id : row) f.write(reinterpret_cast<const char*>(&id), 4);  // little-endian host
   }
   // Sequences of T + 1 = 32 ids: inputs the first 31, targets the last 31, as the trace.
-  auto r = test::run_toy("train from-scratch --init-weights " + model_path.string() + " --data-ids " + d.path("batch.i32") +
-                         " --batch 2 --context 31 --steps 8 --lr 1e-3 --schedule constant --warmup 0 --beta1 0.9 --beta2 0.95"
-                         " --eps 1e-8 --weight-decay 0.1 --clip 0 --eval-every 0 --no-progress --runs-dir " + d.path("runs"));
+  auto r = test::run_toy(
+      "train from-scratch --init-weights " + model_path.string() + " --data-ids " + d.path("batch.i32") +
+      " --batch 2 --context 31 --steps 8 --lr 1e-3 --schedule constant --warmup 0 --beta1 0.9 --beta2 0.95"
+      " --eps 1e-8 --weight-decay 0.1 --clip 0 --eval-every 0 --no-progress --runs-dir " +
+      d.path("runs"));
   ASSERT_EQ(r.code, 0) << r.err;
   const auto lines = loss_lines(r.out);
   ASSERT_EQ(lines.size(), 8u);

@@ -27,9 +27,17 @@ TEST(ZeroCopy, WeightsPointIntoTheMappingAndHeapDoesNotGrowByTheModel) {
   if (rss_anon_kib() < 0) GTEST_SKIP() << "/proc/self/status has no RssAnon";
   // A 6-layer, d_model 512 llama with random F32 weights (~60 MiB), written as GGUF.
   LlamaHparams hp;
-  hp.c = {.arch = "llama", .n_vocab = 4096, .d_model = 512, .n_layer = 6, .n_head = 8, .n_kv_head = 4, .d_head = 64,
-          .d_ff = 1536, .n_ctx = 256};
-  hp.attn = {.n_head = 8, .n_kv_head = 4, .d_head = 64, .rope = {.mode = RopeMode::Norm, .n_rot = 64, .base = 10000.0f}};
+  hp.c = {.arch = "llama",
+          .n_vocab = 4096,
+          .d_model = 512,
+          .n_layer = 6,
+          .n_head = 8,
+          .n_kv_head = 4,
+          .d_head = 64,
+          .d_ff = 1536,
+          .n_ctx = 256};
+  hp.attn = {
+      .n_head = 8, .n_kv_head = 4, .d_head = 64, .rope = {.mode = RopeMode::Norm, .n_rot = 64, .base = 10000.0f}};
   hp.attn.options.scale = 0.125f;
   const std::string path = testing::TempDir() + "/zero_copy.gguf";
   uint64_t file_bytes = 0;
@@ -61,7 +69,7 @@ TEST(ZeroCopy, WeightsPointIntoTheMappingAndHeapDoesNotGrowByTheModel) {
   engine.feed(ids);
   const long grown_kib = rss_anon_kib() - before;
   // Activations, the KV cache and the pool are a few MiB; a copy of the weights would be ~60 MiB.
-  EXPECT_LT(grown_kib * 1024, long(file_bytes) / 5) << "heap grew by " << grown_kib << " KiB for a " << file_bytes / 1024
-                                                    << " KiB model";
+  EXPECT_LT(grown_kib * 1024, long(file_bytes) / 5)
+      << "heap grew by " << grown_kib << " KiB for a " << file_bytes / 1024 << " KiB model";
   std::filesystem::remove(path);
 }

@@ -17,11 +17,16 @@ std::vector<Command>& registry() {
 }
 const char* type_name(FlagType t) {
   switch (t) {
-    case FlagType::Bool: return "bool";
-    case FlagType::Int: return "int";
-    case FlagType::Float: return "float";
-    case FlagType::String: return "string";
-    case FlagType::Path: return "path";
+    case FlagType::Bool:
+      return "bool";
+    case FlagType::Int:
+      return "int";
+    case FlagType::Float:
+      return "float";
+    case FlagType::String:
+      return "string";
+    case FlagType::Path:
+      return "path";
   }
   return "?";
 }
@@ -73,11 +78,15 @@ Args parse_args(const Command& c, const std::vector<std::string>& argv) {
   bool only_positional = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
-    if (only_positional || s.size() < 2 || s[0] != '-' || (s.size() > 1 && std::isdigit(static_cast<unsigned char>(s[1])))) {
+    if (only_positional || s.size() < 2 || s[0] != '-' ||
+        (s.size() > 1 && std::isdigit(static_cast<unsigned char>(s[1])))) {
       a.pos_.push_back(s);
       continue;
     }
-    if (s == "--") { only_positional = true; continue; }
+    if (s == "--") {
+      only_positional = true;
+      continue;
+    }
     std::string name, value;
     bool has_value = false;
     if (s.rfind("--", 0) == 0) {
@@ -90,10 +99,12 @@ Args parse_args(const Command& c, const std::vector<std::string>& argv) {
     } else {
       for (const Flag& f : c.flags)
         if (s.size() == 2 && f.short_name == s[1]) name = f.name;
-      if (name.empty()) throw UsageError("unknown option '" + s + "' for 'toy " + c.name + "' (see toy " + c.name + " --help)");
+      if (name.empty())
+        throw UsageError("unknown option '" + s + "' for 'toy " + c.name + "' (see toy " + c.name + " --help)");
     }
     const Flag* f = find(name);
-    if (!f) throw UsageError("unknown option '--" + name + "' for 'toy " + c.name + "' (see toy " + c.name + " --help)");
+    if (!f)
+      throw UsageError("unknown option '--" + name + "' for 'toy " + c.name + "' (see toy " + c.name + " --help)");
     if (f->type == FlagType::Bool) {
       if (has_value && value != "true" && value != "false") throw UsageError("--" + name + ": expected true or false");
       a.values_[name] = has_value ? value : "true";
@@ -131,14 +142,19 @@ std::string help_text(const Command& c) {
   s += " [options]\n\n" + c.summary + "\n";
   if (!c.positionals.empty()) {
     s += "\narguments:\n";
-    for (const Positional& p : c.positionals) s += "  " + p.name + std::string(p.name.size() < 22 ? 22 - p.name.size() : 1, ' ') + p.help + "\n";
+    for (const Positional& p : c.positionals)
+      s += "  " + p.name + std::string(p.name.size() < 22 ? 22 - p.name.size() : 1, ' ') + p.help + "\n";
   }
   s += "\noptions:\n";
   for (const Flag& f : c.flags) {
     std::string left = "  ";
     left += f.short_name ? std::string("-") + f.short_name + ", " : "    ";
     left += "--" + f.name;
-    if (f.type != FlagType::Bool) left += " " + std::string(type_name(f.type) == std::string("path") ? "PATH" : f.type == FlagType::String ? "TEXT" : f.type == FlagType::Int ? "N" : "X");
+    if (f.type != FlagType::Bool)
+      left += " " + std::string(type_name(f.type) == std::string("path") ? "PATH"
+                                : f.type == FlagType::String             ? "TEXT"
+                                : f.type == FlagType::Int                ? "N"
+                                                                         : "X");
     left += std::string(left.size() < 30 ? 30 - left.size() : 1, ' ');
     s += left + f.help;
     if (f.type != FlagType::Bool && !f.def.empty()) s += " (default: " + f.def + ")";
@@ -154,19 +170,23 @@ std::string manifest_json() {
   m["name"] = "toy";
   m["version"] = TOY_VERSION;
   m["event_schema"] = toy::kEventSchema;
-  m["exit_codes"] = {{"0", "success"}, {"1", "runtime failure"}, {"2", "usage error"},
-                     {"3", "invalid input file"}, {"4", "network failure"}, {"130", "interrupted"}};
+  m["exit_codes"] = {{"0", "success"},         {"1", "runtime failure"},
+                     {"2", "usage error"},     {"3", "invalid input file"},
+                     {"4", "network failure"}, {"130", "interrupted"}};
   nlohmann::ordered_json cmds = nlohmann::ordered_json::array();
   for (const Command& c : commands()) {
     nlohmann::ordered_json j;
     j["name"] = c.name;
     j["summary"] = c.summary;
     j["positionals"] = nlohmann::ordered_json::array();
-    for (const Positional& p : c.positionals) j["positionals"].push_back({{"name", p.name}, {"help", p.help}, {"required", p.required}});
+    for (const Positional& p : c.positionals)
+      j["positionals"].push_back({{"name", p.name}, {"help", p.help}, {"required", p.required}});
     j["flags"] = nlohmann::ordered_json::array();
     for (const Flag& f : c.flags) {
-      nlohmann::ordered_json fj{{"name", "--" + f.name}, {"type", type_name(f.type)},
-                                {"default", f.type == FlagType::Bool && f.def.empty() ? "false" : f.def}, {"help", f.help}};
+      nlohmann::ordered_json fj{{"name", "--" + f.name},
+                                {"type", type_name(f.type)},
+                                {"default", f.type == FlagType::Bool && f.def.empty() ? "false" : f.def},
+                                {"help", f.help}};
       if (f.short_name) fj["short"] = std::string("-") + f.short_name;
       j["flags"].push_back(fj);
     }
@@ -179,7 +199,8 @@ std::string manifest_json() {
 std::string default_model_path() {
   if (const char* env = std::getenv("TOY_DEFAULT_MODEL")) return env;
   namespace fs = std::filesystem;
-  for (const fs::path& p : {fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf", fs::path("models/toy-stories.gguf")})
+  for (const fs::path& p :
+       {fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf", fs::path("models/toy-stories.gguf")})
     if (fs::exists(p)) return p.string();
   return (fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf").string();
 }

@@ -17,22 +17,28 @@ namespace toy::cli {
 // Exit codes (docs/cli.md).
 enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kBadInput = 3, kNetwork = 4, kInterrupted = 130 };
 
-struct UsageError : std::runtime_error { using std::runtime_error::runtime_error; };    // exit 2
-struct InputError : std::runtime_error { using std::runtime_error::runtime_error; };    // exit 3
-struct NetworkError : std::runtime_error { using std::runtime_error::runtime_error; };  // exit 4
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};  // exit 2
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};  // exit 3
+struct NetworkError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};  // exit 4
 
 enum class FlagType { Bool, Int, Float, String, Path };
 
 struct Flag {
-  std::string name;        // without dashes: "prompt" -> --prompt
+  std::string name;  // without dashes: "prompt" -> --prompt
   FlagType type;
-  std::string def;         // default as text ("" = none); Bool flags default to "false"
+  std::string def;  // default as text ("" = none); Bool flags default to "false"
   std::string help;
-  char short_name = 0;     // optional: 'n' -> -n
+  char short_name = 0;  // optional: 'n' -> -n
 };
 
 struct Positional {
-  std::string name;        // "MODEL"
+  std::string name;  // "MODEL"
   std::string help;
   bool required = true;
 };
@@ -62,7 +68,7 @@ struct Command {
   std::vector<Positional> positionals;
   std::vector<Flag> flags;
   std::function<int(const Args&)> run;
-  std::string details;     // extra text for --help (examples)
+  std::string details;  // extra text for --help (examples)
 };
 
 void register_command(Command c);

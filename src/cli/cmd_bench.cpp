@@ -55,7 +55,8 @@ int run(const Args& a) {
   const bool tied = file->find_tensor("output.weight") == nullptr;
   double bytes_per_token = 0;
   for (const auto& t : file->tensors())
-    bytes_per_token += t.name == "token_embd.weight" && !tied ? double(t.nbytes) / double(t.shape[0]) : double(t.nbytes);
+    bytes_per_token +=
+        t.name == "token_embd.weight" && !tied ? double(t.nbytes) / double(t.shape[0]) : double(t.nbytes);
 
   std::mt19937 rng(1);
   auto random_ids = [&](int64_t n) {
@@ -126,8 +127,10 @@ int run(const Args& a) {
     return kOk;
   }
   auto line = [](const char* name, const std::optional<Stat>& s) {
-    if (s) std::printf("  %-6s %9.1f tok/s   (min %.1f, max %.1f)\n", name, s->median, s->lo, s->hi);
-    else std::printf("  %-6s        —      (context too small)\n", name);
+    if (s)
+      std::printf("  %-6s %9.1f tok/s   (min %.1f, max %.1f)\n", name, s->median, s->lo, s->hi);
+    else
+      std::printf("  %-6s        —      (context too small)\n", name);
   };
   std::printf("%s  (%s, %.1f MiB, %d threads, median of %d)\n", path.c_str(), c.arch.c_str(),
               double(file->file_size()) / (1 << 20), kernels::num_threads(), reps);
@@ -148,11 +151,13 @@ Registrar reg({
     .summary = "measure load, prompt (pp128, pp512) and generation (tg128) speed against the memory roofline",
     .positionals = {{"MODEL", "a GGUF model (toy init makes real-sized ones)"}},
     .flags = {{"reps", FlagType::Int, "3", "repetitions per figure (after one warm-up)"},
-              {"json", FlagType::Bool, "", "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, ...)"},
+              {"json", FlagType::Bool, "",
+               "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, ...)"},
               kv_type_flag(),
               threads_flag()},
     .run = run,
-    .details = "example: toy init --preset smollm2-135m --dtype Q8_0 -o /tmp/s.gguf && toy bench /tmp/s.gguf --threads 2",
+    .details =
+        "example: toy init --preset smollm2-135m --dtype Q8_0 -o /tmp/s.gguf && toy bench /tmp/s.gguf --threads 2",
 });
 
 }  // namespace

@@ -16,10 +16,14 @@ using gguf::ValueType;
 
 std::string human_bytes(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / (1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(b) / (1ull << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
-  else std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / (1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", double(b) / (1ull << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
   return buf;
 }
 
@@ -90,11 +94,13 @@ int run(const Args& a) {
       if (!arch.empty() && k.rfind(arch + ".", 0) == 0) hp[k.substr(arch.size() + 1)] = gguf::to_json(v);
     j["hyperparameters"] = hp;
     nlohmann::ordered_json tj{{"model", tok.model}, {"pre", tok.pre}, {"n_vocab", tok.n_vocab}};
-    for (const auto& [role, id] : tok.specials) tj["special"][role] = f->get_int("tokenizer.ggml." + role + "_token_id");
+    for (const auto& [role, id] : tok.specials)
+      tj["special"][role] = f->get_int("tokenizer.ggml." + role + "_token_id");
     j["tokenizer"] = tj;
     nlohmann::ordered_json meta = nlohmann::ordered_json::object();
     for (const auto& [k, v] : f->metadata())
-      if (k != "tokenizer.ggml.tokens" && k != "tokenizer.ggml.scores" && k != "tokenizer.ggml.token_type" && k != "tokenizer.ggml.merges")
+      if (k != "tokenizer.ggml.tokens" && k != "tokenizer.ggml.scores" && k != "tokenizer.ggml.token_type" &&
+          k != "tokenizer.ggml.merges")
         meta[k] = gguf::to_json(v);
     j["metadata"] = meta;
     nlohmann::ordered_json ts = nlohmann::ordered_json::array();
@@ -118,7 +124,8 @@ int run(const Args& a) {
       std::cout << "  " << k.substr(arch.size() + 1) << " = " << v.to_display() << "\n";
     }
   std::cout << "\ntokenizer: ";
-  if (tok.model.empty()) std::cout << "(none)\n";
+  if (tok.model.empty())
+    std::cout << "(none)\n";
   else {
     std::cout << tok.model << (tok.pre.empty() ? "" : " / " + tok.pre) << ", " << tok.n_vocab << " tokens\n";
     for (const auto& [role, id] : tok.specials) std::cout << "  " << role << ": " << id << "\n";
@@ -143,7 +150,8 @@ Registrar reg({
     .summary = "show what a GGUF file holds: architecture, hyper-parameters, tokenizer, tensors",
     .positionals = {{"MODEL", "a GGUF file, or an algorithm card (CARD.md)"}},
     .flags = {{"json", FlagType::Bool, "", "print one JSON object instead of text"},
-              {"card", FlagType::Bool, "", "print the model's algorithm card: formal pseudocode with this file's hyper-parameters (Markdown)"}},
+              {"card", FlagType::Bool, "",
+               "print the model's algorithm card: formal pseudocode with this file's hyper-parameters (Markdown)"}},
     .run = run,
     .details = "examples:\n  toy describe models/toy-stories.gguf --json\n  toy describe model.gguf --card > CARD.md\n"
                "  toy describe CARD.md --json      the configuration a card describes",

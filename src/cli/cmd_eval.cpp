@@ -32,26 +32,33 @@ std::string show_token(const Tokenizer* t, int32_t id) {
   if (!t) return std::string("#").append(std::to_string(id));
   std::string s = t->piece(id, /*special=*/true), out = "'";
   for (unsigned char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\'') out += "\\'";
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\'')
+      out += "\\'";
     else if (c < 0x20 || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
-    } else out += char(c);
+    } else
+      out += char(c);
   }
   return out + "'";
 }
 
-std::string piece_or_empty(const Tokenizer* t, int32_t id) { return t ? t->piece(id, /*special=*/true) : std::string(); }
+std::string piece_or_empty(const Tokenizer* t, int32_t id) {
+  return t ? t->piece(id, /*special=*/true) : std::string();
+}
 
 void write_logits(const std::string& path, const Tensor& logits) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw std::runtime_error(path + ": cannot write");
   const bool ok = std::fwrite(logits.data(), 4, size_t(logits.numel()), f) == size_t(logits.numel());
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": write failed");
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": write failed");
 }
 
 int score_sequence(const Args& a, const Loaded& l) {
@@ -65,7 +72,9 @@ int score_sequence(const Args& a, const Loaded& l) {
   }
   if (ids.empty()) throw UsageError("no tokens to evaluate");
   for (int32_t id : ids)
-    if (id >= cfg.n_vocab) throw UsageError("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(cfg.n_vocab) + ")");
+    if (id >= cfg.n_vocab)
+      throw UsageError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                       std::to_string(cfg.n_vocab) + ")");
   if (int64_t(ids.size()) > cfg.n_ctx)
     throw UsageError(std::to_string(ids.size()) + " tokens exceed the model's context of " + std::to_string(cfg.n_ctx) +
                      " (for long texts use --file with --ctx)");
@@ -76,7 +85,8 @@ int score_sequence(const Args& a, const Loaded& l) {
   Tensor logits = engine.feed(ids);  // [T, V], one batch
   if (a.has("dump-logits")) {
     write_logits(a.str("dump-logits"), logits);
-    std::fprintf(stderr, "wrote %zu × %lld float32 logits to %s\n", ids.size(), (long long)cfg.n_vocab, a.str("dump-logits").c_str());
+    std::fprintf(stderr, "wrote %zu × %lld float32 logits to %s\n", ids.size(), (long long)cfg.n_vocab,
+                 a.str("dump-logits").c_str());
   }
   const std::vector<TokenScore> scores = score_logits(logits, ids, int(top_k));
   double total = 0;
@@ -89,8 +99,12 @@ int score_sequence(const Args& a, const Loaded& l) {
     tokens.push_back({{"pos", 0}, {"id", ids[0]}, {"text", piece_or_empty(tok, ids[0])}, {"logprob", nullptr}});
     for (size_t i = 0; i < scores.size(); ++i) {
       json top = json::array();
-      for (auto [id, lp] : scores[i].top) top.push_back({{"id", id}, {"text", piece_or_empty(tok, id)}, {"logprob", lp}});
-      json t = {{"pos", i + 1}, {"id", scores[i].id}, {"text", piece_or_empty(tok, scores[i].id)}, {"logprob", scores[i].logprob}};
+      for (auto [id, lp] : scores[i].top)
+        top.push_back({{"id", id}, {"text", piece_or_empty(tok, id)}, {"logprob", lp}});
+      json t = {{"pos", i + 1},
+                {"id", scores[i].id},
+                {"text", piece_or_empty(tok, scores[i].id)},
+                {"logprob", scores[i].logprob}};
       if (top_k > 0) t["top"] = top;
       tokens.push_back(t);
     }
@@ -109,8 +123,8 @@ int score_sequence(const Args& a, const Loaded& l) {
       std::snprintf(buf, sizeof buf, " %.4f", lp);
       line += "  " + show_token(tok, id) + buf;
     }
-    std::printf("%5zu %7d %-16s %10.4f%s%s\n", i + 1, scores[i].id, show_token(tok, scores[i].id).c_str(), scores[i].logprob,
-                line.empty() ? "" : "   |", line.c_str());
+    std::printf("%5zu %7d %-16s %10.4f%s%s\n", i + 1, scores[i].id, show_token(tok, scores[i].id).c_str(),
+                scores[i].logprob, line.empty() ? "" : "   |", line.c_str());
   }
   if (!scores.empty())
     std::printf("tokens: %zu  mean log-prob: %.6f  perplexity: %.4f\n", ids.size(), total / n, std::exp(-total / n));
@@ -146,7 +160,9 @@ int score_file(const Args& a, const Loaded& l) {
   o.stride = a.integer("stride");
   o.max_windows = a.integer("chunks");
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(512, cfg.n_ctx);
-  if (o.n_ctx > cfg.n_ctx) throw UsageError("--ctx " + std::to_string(o.n_ctx) + " exceeds the model's context of " + std::to_string(cfg.n_ctx));
+  if (o.n_ctx > cfg.n_ctx)
+    throw UsageError("--ctx " + std::to_string(o.n_ctx) + " exceeds the model's context of " +
+                     std::to_string(cfg.n_ctx));
   if (o.stride < 0 || o.stride > o.n_ctx) throw UsageError("--stride must be between 0 (llama.cpp chunks) and --ctx");
   if (o.max_windows < 0) throw UsageError("--chunks must be ≥ 0");
   o.bos = l.tokenizer->add_bos() ? l.tokenizer->bos() : -1;
@@ -159,13 +175,15 @@ int score_file(const Args& a, const Loaded& l) {
   }
   const char* method = o.stride == 0 ? "llama.cpp-chunks" : "strided";
   if (a.flag("json")) {
-    json out = {{"file", path},         {"method", method},        {"n_ctx", o.n_ctx},          {"stride", o.stride},
-                {"n_tokens", r.n_tokens}, {"n_windows", r.n_windows}, {"n_scored", r.n_scored}, {"add_bos", o.bos >= 0},
-                {"nll", r.nll},           {"ppl", r.ppl},            {"ppl_stderr", r.ppl_stderr}, {"window_ppl", r.window_ppl}};
+    json out = {{"file", path},           {"method", method},           {"n_ctx", o.n_ctx},
+                {"stride", o.stride},     {"n_tokens", r.n_tokens},     {"n_windows", r.n_windows},
+                {"n_scored", r.n_scored}, {"add_bos", o.bos >= 0},      {"nll", r.nll},
+                {"ppl", r.ppl},           {"ppl_stderr", r.ppl_stderr}, {"window_ppl", r.window_ppl}};
     std::printf("%s\n", dump(out).c_str());
   } else {
-    std::printf("method: %s  ctx: %lld  stride: %lld  tokens: %lld  windows: %lld  scored: %lld\n", method, (long long)o.n_ctx,
-                (long long)o.stride, (long long)r.n_tokens, (long long)r.n_windows, (long long)r.n_scored);
+    std::printf("method: %s  ctx: %lld  stride: %lld  tokens: %lld  windows: %lld  scored: %lld\n", method,
+                (long long)o.n_ctx, (long long)o.stride, (long long)r.n_tokens, (long long)r.n_windows,
+                (long long)r.n_scored);
     std::printf("perplexity: %.4f +/- %.5f  (mean nll %.6f)\n", r.ppl, r.ppl_stderr, r.nll);
   }
   return kOk;
@@ -192,7 +210,8 @@ Registrar reg({
               {"top-k", FlagType::Int, "0", "also list the k most likely tokens at each position"},
               {"file", FlagType::Path, "", "perplexity of a text file, in windows of --ctx tokens"},
               {"ctx", FlagType::Int, "0", "--file: tokens per window (0: 512, or the model's context if smaller)", 'c'},
-              {"stride", FlagType::Int, "0", "--file: 0 = llama.cpp chunks (score the second half); S = sliding window moved S tokens"},
+              {"stride", FlagType::Int, "0",
+               "--file: 0 = llama.cpp chunks (score the second half); S = sliding window moved S tokens"},
               {"chunks", FlagType::Int, "0", "--file: evaluate at most this many windows (0: all)"},
               {"json", FlagType::Bool, "", "print one JSON object"},
               kv_type_flag(),

@@ -21,14 +21,17 @@ int run(const Args& a) {
   if (a.has("ids")) {
     prompt = parse_ids(a.str("ids"));
     for (int32_t id : prompt)
-      if (id >= cfg.n_vocab) throw UsageError("--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(cfg.n_vocab) + ")");
+      if (id >= cfg.n_vocab)
+        throw UsageError("--ids: token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                         std::to_string(cfg.n_vocab) + ")");
   } else {
     if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer; use --ids");
     std::string text = a.str("prompt");
     if (!a.has("prompt") && !a.positional(0)) text = "Once upon a time";  // the embedded story model's default
     prompt = l.tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/a.flag("special"));
   }
-  if (prompt.empty()) throw UsageError("the prompt is empty (and the tokenizer adds no BOS): give --prompt text or --ids");
+  if (prompt.empty())
+    throw UsageError("the prompt is empty (and the tokenizer adds no BOS): give --prompt text or --ids");
 
   const long long n_predict = a.integer("n-predict");
   if (n_predict < 0) throw UsageError("-n must be ≥ 0");
@@ -36,13 +39,18 @@ int run(const Args& a) {
   if (n_ctx < 0) throw UsageError("--ctx must be ≥ 0");
   if (n_ctx == 0) n_ctx = std::min<long long>(cfg.n_ctx, 4096);
   if (int64_t(prompt.size()) > n_ctx)
-    throw UsageError("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " + std::to_string(n_ctx) +
-                     " (see --ctx; the model was trained with " + std::to_string(cfg.n_ctx) + ")");
+    throw UsageError("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
+                     std::to_string(n_ctx) + " (see --ctx; the model was trained with " + std::to_string(cfg.n_ctx) +
+                     ")");
 
-  SamplerConfig sc{.temperature = float(a.number("temp")), .top_k = int(a.integer("top-k")), .top_p = float(a.number("top-p")),
-                   .min_p = float(a.number("min-p")), .repeat_penalty = float(a.number("repeat-penalty")),
+  SamplerConfig sc{.temperature = float(a.number("temp")),
+                   .top_k = int(a.integer("top-k")),
+                   .top_p = float(a.number("top-p")),
+                   .min_p = float(a.number("min-p")),
+                   .repeat_penalty = float(a.number("repeat-penalty")),
                    .repeat_last_n = int(a.integer("repeat-last-n"))};
-  if (sc.temperature < 0 || sc.top_k < 0 || sc.top_p <= 0 || sc.top_p > 1 || sc.min_p < 0 || sc.min_p > 1 || sc.repeat_penalty <= 0)
+  if (sc.temperature < 0 || sc.top_k < 0 || sc.top_p <= 0 || sc.top_p > 1 || sc.min_p < 0 || sc.min_p > 1 ||
+      sc.repeat_penalty <= 0)
     throw UsageError("sampling: need --temp ≥ 0, --top-k ≥ 0, 0 < --top-p ≤ 1, 0 ≤ --min-p ≤ 1, --repeat-penalty > 0");
   const long long seed = a.integer("seed");
   sc.seed = seed >= 0 ? uint64_t(seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());

@@ -87,18 +87,24 @@ int run(const Args& a) {
   if (preset_name.empty()) throw UsageError("give --preset (" + names + ") or --card CARD.md");
   if (!preset) throw UsageError("unknown preset '" + preset_name + "' (known: " + names + ")");
   const auto ft = gguf::file_type(a.str("dtype"));
-  if (!ft) throw UsageError("--dtype " + a.str("dtype") + " cannot be written (try " + std::string(gguf::file_type_names()) + ")");
+  if (!ft)
+    throw UsageError("--dtype " + a.str("dtype") + " cannot be written (try " + std::string(gguf::file_type_names()) +
+                     ")");
   const std::string out = a.str("output");
   if (out.empty()) throw UsageError("give -o FILE");
 
   LlamaHparams hp;
   hp.c = preset->c;
   hp.rms_eps = preset->rms_eps;
-  hp.attn = {.n_head = hp.c.n_head, .n_kv_head = hp.c.n_kv_head, .d_head = hp.c.d_head,
-             .rope = {.mode = std::string(preset->arch) == "llama" ? RopeMode::Norm : RopeMode::Neox, .n_rot = hp.c.d_head,
+  hp.attn = {.n_head = hp.c.n_head,
+             .n_kv_head = hp.c.n_kv_head,
+             .d_head = hp.c.d_head,
+             .rope = {.mode = std::string(preset->arch) == "llama" ? RopeMode::Norm : RopeMode::Neox,
+                      .n_rot = hp.c.d_head,
                       .base = preset->rope_base}};
   hp.qkv_bias = std::string(preset->arch) == "qwen2";
-  std::fprintf(stderr, "init: %s (%s), random weights, %s ...\n", preset->name, preset->arch, std::string(ft->name).c_str());
+  std::fprintf(stderr, "init: %s (%s), random weights, %s ...\n", preset->name, preset->arch,
+               std::string(ft->name).c_str());
   LlamaWeights w = LlamaModel::random_weights(hp, preset->tied, uint64_t(a.integer("seed")));
   if (hp.qkv_bias)
     for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -135,9 +141,11 @@ Registrar reg({
     .positionals = {},
     .flags = {{"preset", FlagType::String, "", "smollm2-135m, qwen2.5-0.5b or tinyllama-1.1b"},
               {"dtype", FlagType::String, "F32",
-               "weight dtype of the matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) or llama.cpp's "
+               "weight dtype of the matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) or "
+               "llama.cpp's "
                "mix Q4_K_M / Q5_K_M; rows that K-quants cannot split fall back as in llama-quantize"},
-              {"card", FlagType::Path, "", "build the model an algorithm card describes (toy describe MODEL --card); F32, random weights"},
+              {"card", FlagType::Path, "",
+               "build the model an algorithm card describes (toy describe MODEL --card); F32, random weights"},
               {"output", FlagType::Path, "", "output GGUF file", 'o'},
               {"seed", FlagType::Int, "0", "random seed for the weights"}},
     .run = run,

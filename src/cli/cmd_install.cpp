@@ -47,7 +47,8 @@ void install(const std::string& prefix) {
     throw std::runtime_error("this toy binary's build tree " + build.string() +
                              " is gone; install from a build directory with: cmake --install BUILD --prefix " + prefix);
   std::cout << "installing into " << prefix << " (cmake --install " << build.string() << ")\n";
-  const auto [code, out] = capture("cmake --install " + shell_quote(build.string()) + " --prefix " + shell_quote(prefix));
+  const auto [code, out] =
+      capture("cmake --install " + shell_quote(build.string()) + " --prefix " + shell_quote(prefix));
   if (code != 0) {
     std::cerr << out;
     throw std::runtime_error("cmake --install failed (exit " + std::to_string(code) + ")" +
@@ -56,9 +57,12 @@ void install(const std::string& prefix) {
   size_t files = 0;
   for (size_t at = 0; (at = out.find("-- ", at)) != std::string::npos; at += 3) ++files;
   for (const char* must : {"bin/toy", "lib/cmake/toy/toyConfig.cmake", "include/toy/tensor/tensor.h"})
-    if (!fs::exists(fs::path(prefix) / must)) throw std::runtime_error("install incomplete: " + (fs::path(prefix) / must).string() + " is missing");
-  std::cout << "  ok    " << files << " files: bin/toy, lib/libtoy_*.a, include/toy/, lib/cmake/toy/ (find_package(toy) -> toy::toy)\n"
-            << "        projects: toy new NAME, then cmake -S NAME -B NAME/build -DCMAKE_PREFIX_PATH=" << prefix << "\n";
+    if (!fs::exists(fs::path(prefix) / must))
+      throw std::runtime_error("install incomplete: " + (fs::path(prefix) / must).string() + " is missing");
+  std::cout << "  ok    " << files
+            << " files: bin/toy, lib/libtoy_*.a, include/toy/, lib/cmake/toy/ (find_package(toy) -> toy::toy)\n"
+            << "        projects: toy new NAME, then cmake -S NAME -B NAME/build -DCMAKE_PREFIX_PATH=" << prefix
+            << "\n";
 }
 
 // --- self-test: small computations whose results were worked out by hand ---------------------
@@ -136,11 +140,15 @@ std::vector<Result> self_test() {
     }
   };
   guarded("linear", [] {  // [[1,2],[3,4]]·[[5,6],[7,8]]ᵀ = [[1·5+2·6, 1·7+2·8], [3·5+4·6, 3·7+4·8]]
-    return check("linear", linear(Tensor::from({2, 2}, std::vector<float>{1, 2, 3, 4}), Tensor::from({2, 2}, std::vector<float>{5, 6, 7, 8})).to_vector(),
+    return check("linear",
+                 linear(Tensor::from({2, 2}, std::vector<float>{1, 2, 3, 4}),
+                        Tensor::from({2, 2}, std::vector<float>{5, 6, 7, 8}))
+                     .to_vector(),
                  {17, 23, 39, 53});
   });
   guarded("rms_norm", [] {  // [3, 4] / √((9 + 16)/2) = [3, 4] / √12.5
-    return check("rms_norm", rms_norm(Tensor::from({1, 2}, std::vector<float>{3, 4}), Tensor::full({2}, 1.0f), 0.0f).to_vector(),
+    return check("rms_norm",
+                 rms_norm(Tensor::from({1, 2}, std::vector<float>{3, 4}), Tensor::full({2}, 1.0f), 0.0f).to_vector(),
                  {0.84852814f, 1.1313708f});
   });
   guarded("silu", [] {  // 1·σ(1) = 1/(1 + e⁻¹)
@@ -148,8 +156,11 @@ std::vector<Result> self_test() {
   });
   guarded("cross_entropy", [] {  // logits [0, ln 3]: p = [1/4, 3/4]; −ln(3/4)
     const std::vector<int32_t> target = {1};
-    return check("cross_entropy", {cross_entropy(Tensor::from({1, 2}, std::vector<float>{0, std::log(3.0f)}), Tensor::from_ids({1}, target)).item()},
-                 {0.28768207f});
+    return check(
+        "cross_entropy",
+        {cross_entropy(Tensor::from({1, 2}, std::vector<float>{0, std::log(3.0f)}), Tensor::from_ids({1}, target))
+             .item()},
+        {0.28768207f});
   });
   guarded("autograd", [] {  // d/dx Σ x² = 2x
     Tensor x = Tensor::from({3}, std::vector<float>{1, 2, 3});
@@ -171,8 +182,10 @@ int run(const Args& a) {
   if (!a.flag("check")) install(prefix);
 
   std::cout << "\nmachine:\n"
-            << "  cpu       " << kernels::simd_level() << (kernels::cpu_has_avx2() ? "" : " (no AVX2: the portable kernels)") << "\n"
-            << "  threads   " << kernels::num_threads() << " used, " << std::thread::hardware_concurrency() << " hardware\n"
+            << "  cpu       " << kernels::simd_level()
+            << (kernels::cpu_has_avx2() ? "" : " (no AVX2: the portable kernels)") << "\n"
+            << "  threads   " << kernels::num_threads() << " used, " << std::thread::hardware_concurrency()
+            << " hardware\n"
             << "  backends  cpu (CUDA is not compiled in)\n"
             << "  network   " << curl_version() << "\n"
             << "  toy       " << TOY_VERSION << ", compiler " << __VERSION__ << "\n";
@@ -196,13 +209,15 @@ Registrar reg({
     .name = "install",
     .summary = "install the toy library and CMake package, check the machine, run a self-test",
     .positionals = {},
-    .flags = {{"prefix", FlagType::Path, "~/.local", "install under this directory (bin/, lib/, include/toy/, lib/cmake/toy/)"},
+    .flags = {{"prefix", FlagType::Path, "~/.local",
+               "install under this directory (bin/, lib/, include/toy/, lib/cmake/toy/)"},
               {"check", FlagType::Bool, "", "only check the machine and run the self-test; install nothing"}},
     .run = run,
-    .details = "Installs from the build tree this binary was built in (cmake --install BUILD --prefix P; needs cmake).\n"
-               "Projects then find the library with find_package(toy) and -DCMAKE_PREFIX_PATH=P.\n"
-               "exit codes: 1 when installing fails or a self-test check fails.\n"
-               "examples:\n  toy install --prefix ~/.local\n  toy install --check",
+    .details =
+        "Installs from the build tree this binary was built in (cmake --install BUILD --prefix P; needs cmake).\n"
+        "Projects then find the library with find_package(toy) and -DCMAKE_PREFIX_PATH=P.\n"
+        "exit codes: 1 when installing fails or a self-test check fails.\n"
+        "examples:\n  toy install --prefix ~/.local\n  toy install --check",
 });
 
 }  // namespace

@@ -12,19 +12,27 @@ namespace {
 
 std::string human_count(uint64_t n) {
   char buf[32];
-  if (n >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.1fB", double(n) / 1e9);
-  else if (n >= 1000000ull) std::snprintf(buf, sizeof buf, "%.1fM", double(n) / 1e6);
-  else if (n >= 1000ull) std::snprintf(buf, sizeof buf, "%.1fK", double(n) / 1e3);
-  else std::snprintf(buf, sizeof buf, "%llu", (unsigned long long)n);
+  if (n >= 1000000000ull)
+    std::snprintf(buf, sizeof buf, "%.1fB", double(n) / 1e9);
+  else if (n >= 1000000ull)
+    std::snprintf(buf, sizeof buf, "%.1fM", double(n) / 1e6);
+  else if (n >= 1000ull)
+    std::snprintf(buf, sizeof buf, "%.1fK", double(n) / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%llu", (unsigned long long)n);
   return buf;
 }
 
 std::string human_bytes(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / (1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1ull << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
-  else std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / (1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / (1ull << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)b);
   return buf;
 }
 
@@ -41,8 +49,13 @@ int run(const Args& a) {
     nlohmann::ordered_json j;
     j["models"] = nlohmann::ordered_json::array();
     for (const auto& m : s.models)
-      j["models"].push_back({{"name", m.name}, {"source", m.source}, {"architecture", m.architecture}, {"parameters", m.parameters},
-                             {"dtype", m.dtype}, {"bytes", m.bytes}, {"path", m.path}});
+      j["models"].push_back({{"name", m.name},
+                             {"source", m.source},
+                             {"architecture", m.architecture},
+                             {"parameters", m.parameters},
+                             {"dtype", m.dtype},
+                             {"bytes", m.bytes},
+                             {"path", m.path}});
     j["skipped"] = nlohmann::ordered_json::array();
     for (const auto& k : s.skipped) j["skipped"].push_back({{"path", k.path}, {"reason", k.reason}});
     j["searched"] = nlohmann::ordered_json::array();
@@ -56,7 +69,9 @@ int run(const Args& a) {
     for (const auto& k : s.skipped) std::cerr << "note: skipped " << k.path << ": " << k.reason << "\n";
   if (s.models.empty()) {
     std::cerr << "no GGUF models found; looked in:\n";
-    for (const auto& l : where) std::cerr << "  " << l.source << "  " << l.dir << (std::filesystem::is_directory(l.dir) ? "" : "  (absent)") << "\n";
+    for (const auto& l : where)
+      std::cerr << "  " << l.source << "  " << l.dir << (std::filesystem::is_directory(l.dir) ? "" : "  (absent)")
+                << "\n";
     std::cerr << "get one with: toy fetch ORG/NAME FILE.gguf\n";
     return kOk;
   }
@@ -66,10 +81,12 @@ int run(const Args& a) {
     wa = std::max(wa, m.architecture.size());
     wd = std::max(wd, m.dtype.size());
   }
-  std::printf("%-*s  %-8s  %-*s  %7s  %-*s  %10s  %s\n", int(wn), "NAME", "SOURCE", int(wa), "ARCH", "PARAMS", int(wd), "DTYPE", "SIZE", "PATH");
+  std::printf("%-*s  %-8s  %-*s  %7s  %-*s  %10s  %s\n", int(wn), "NAME", "SOURCE", int(wa), "ARCH", "PARAMS", int(wd),
+              "DTYPE", "SIZE", "PATH");
   for (const auto& m : s.models)
-    std::printf("%-*s  %-8s  %-*s  %7s  %-*s  %10s  %s\n", int(wn), m.name.c_str(), m.source.c_str(), int(wa), m.architecture.c_str(),
-                human_count(m.parameters).c_str(), int(wd), m.dtype.c_str(), human_bytes(m.bytes).c_str(), m.path.c_str());
+    std::printf("%-*s  %-8s  %-*s  %7s  %-*s  %10s  %s\n", int(wn), m.name.c_str(), m.source.c_str(), int(wa),
+                m.architecture.c_str(), human_count(m.parameters).c_str(), int(wd), m.dtype.c_str(),
+                human_bytes(m.bytes).c_str(), m.path.c_str());
   return kOk;
 }
 

@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 
 std::string substitute(std::string text, const std::vector<std::pair<std::string, std::string>>& vars) {
   for (const auto& [key, value] : vars)
-    for (size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += value.size()) text.replace(at, key.size(), value);
+    for (size_t at = 0; (at = text.find(key, at)) != std::string::npos; at += value.size())
+      text.replace(at, key.size(), value);
   return text;
 }
 
@@ -31,8 +32,11 @@ int run(const Args& a) {
   for (char& c : ident)
     if (c == '-') c = '_';
   const std::string prefix = default_install_prefix();
-  const std::vector<std::pair<std::string, std::string>> vars = {
-      {"@BUILD_STEPS@", readme_build_steps()}, {"@NAME@", name}, {"@IDENT@", ident}, {"@VERSION@", TOY_VERSION}, {"@PREFIX@", prefix}};
+  const std::vector<std::pair<std::string, std::string>> vars = {{"@BUILD_STEPS@", readme_build_steps()},
+                                                                 {"@NAME@", name},
+                                                                 {"@IDENT@", ident},
+                                                                 {"@VERSION@", TOY_VERSION},
+                                                                 {"@PREFIX@", prefix}};
 
   const bool lib = a.flag("lib");
   for (const TemplateFile& f : lib ? library_template() : experiment_template()) {
@@ -56,11 +60,14 @@ Registrar reg({
     .name = "new",
     .summary = "create a project that uses toy: an experiment (train a model) or, with --lib, a library",
     .positionals = {{"NAME", "project directory to create; its last component names the project"}},
-    .flags = {{"lib", FlagType::Bool, "", "create a library depending on toy (a primitive with its gradient, and a test) instead of an experiment"}},
+    .flags =
+        {{"lib", FlagType::Bool, "",
+          "create a library depending on toy (a primitive with its gradient, and a test) instead of an experiment"}},
     .run = run,
-    .details = "The experiment has CMakeLists.txt, main.cpp (builds a Llama-style model and trains it on data/corpus.txt),\n"
-               "config.json and a README; both kinds find toy with find_package(toy) after `toy install`.\n"
-               "examples:\n  toy new my-experiment\n  toy new my-ops --lib",
+    .details =
+        "The experiment has CMakeLists.txt, main.cpp (builds a Llama-style model and trains it on data/corpus.txt),\n"
+        "config.json and a README; both kinds find toy with find_package(toy) after `toy install`.\n"
+        "examples:\n  toy new my-experiment\n  toy new my-ops --lib",
 });
 
 }  // namespace

@@ -25,7 +25,8 @@ void watch_signals(serve::Server& server, sigset_t set) {
   std::thread([&server, set] {
     int sig = 0;
     sigwait(&set, &sig);
-    std::fprintf(stderr, "toy serve: %s: finishing running requests (again to quit at once)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "toy serve: %s: finishing running requests (again to quit at once)\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
     sigwait(&set, &sig);
     std::_Exit(kInterrupted);
@@ -42,7 +43,8 @@ int run(const Args& a) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   apply_threads(a);
-  const long long port = a.integer("port"), parallel = a.integer("parallel"), queue = a.integer("queue"), ctx = a.integer("ctx");
+  const long long port = a.integer("port"), parallel = a.integer("parallel"), queue = a.integer("queue"),
+                  ctx = a.integer("ctx");
   const long long max_body = a.integer("max-body"), timeout = a.integer("timeout");
   if (port < 0 || port > 65535) throw UsageError("--port must be between 0 and 65535");
   if (parallel < 1 || parallel > 256) throw UsageError("--parallel must be between 1 and 256");
@@ -54,7 +56,8 @@ int run(const Args& a) {
   Loaded l = load_model_and_tokenizer(a);
   if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer, which the server needs");
   if (ctx > l.model->config().n_ctx)
-    throw UsageError("--ctx " + std::to_string(ctx) + " exceeds the model's context of " + std::to_string(l.model->config().n_ctx));
+    throw UsageError("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
+                     std::to_string(l.model->config().n_ctx));
 
   serve::ChatPromptSource chat = serve::chat_prompt_source(*l.file, l.tokenizer.get());
   if (a.has("chat-template")) {
@@ -76,7 +79,9 @@ int run(const Args& a) {
   cfg.log_requests = !a.flag("quiet");
   serve::Server server(*l.model, l.tokenizer, chat, cfg);
   if (!server.chat().parse_error().empty())
-    std::fprintf(stderr, "toy serve: warning: the chat template (%s) does not parse: %s\n  chat requests will get 400 until it is fixed; see --chat-template\n",
+    std::fprintf(stderr,
+                 "toy serve: warning: the chat template (%s) does not parse: %s\n  chat requests will get 400 until it "
+                 "is fixed; see --chat-template\n",
                  chat.origin.c_str(), server.chat().parse_error().c_str());
 
   const std::string host = a.str("host");
@@ -87,8 +92,9 @@ int run(const Args& a) {
     throw NetworkError(e.what());
   }
   watch_signals(server, set);
-  std::fprintf(stderr, "toy serve: model '%s' (%s), %lld slot(s) of %lld tokens, queue %lld, chat template: %s\n", cfg.model_name.c_str(),
-               l.model->config().arch.c_str(), parallel, (long long)server.config().n_ctx, queue, chat.origin.c_str());
+  std::fprintf(stderr, "toy serve: model '%s' (%s), %lld slot(s) of %lld tokens, queue %lld, chat template: %s\n",
+               cfg.model_name.c_str(), l.model->config().arch.c_str(), parallel, (long long)server.config().n_ctx,
+               queue, chat.origin.c_str());
   std::printf("listening on http://%s:%d\n", host.c_str(), bound);
   std::fflush(stdout);
   server.run();
@@ -103,19 +109,22 @@ Registrar reg({
     .flags = {{"host", FlagType::String, "127.0.0.1", "address to listen on (0.0.0.0: every interface)"},
               {"port", FlagType::Int, "8080", "TCP port (0: any free port; the line 'listening on …' says which)"},
               {"name", FlagType::String, "", "model id clients ask for (default: the file name without .gguf)"},
-              {"parallel", FlagType::Int, "1", "requests generating at once, each with its own KV cache; decoded as one batch"},
+              {"parallel", FlagType::Int, "1",
+               "requests generating at once, each with its own KV cache; decoded as one batch"},
               {"queue", FlagType::Int, "16", "requests that may wait for a slot; more get 503"},
               {"ctx", FlagType::Int, "0", "context per slot, prompt + completion (0: the model's, at most 4096)", 'c'},
               {"max-body", FlagType::Int, "1048576", "largest request body in bytes; larger: 413"},
               {"api-key", FlagType::String, "", "require 'Authorization: Bearer KEY' on the API routes"},
               {"chat-template", FlagType::Path, "", "a Jinja chat template to use instead of the model's"},
-              {"timeout", FlagType::Int, "30", "seconds a client may stall while sending a request or reading the answer"},
+              {"timeout", FlagType::Int, "30",
+               "seconds a client may stall while sending a request or reading the answer"},
               {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
               kv_type_flag(),
               threads_flag()},
     .run = run,
     .details = "example:\n  toy serve model.gguf --port 8080 --name smol --parallel 4\n"
-               "  curl http://127.0.0.1:8080/v1/chat/completions -d '{\"model\":\"smol\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
+               "  curl http://127.0.0.1:8080/v1/chat/completions -d "
+               "'{\"model\":\"smol\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
                "API, limits and errors: docs/serve.md",
 });
 

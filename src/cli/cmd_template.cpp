@@ -39,7 +39,8 @@ bool is_gguf(const std::string& path) {
 
 int run(const Args& a) {
   const std::string file = *a.positional(0);
-  if (!a.has("messages")) throw UsageError("--messages M.json is required (a JSON array of {role, content}, or {\"messages\": [...]})");
+  if (!a.has("messages"))
+    throw UsageError("--messages M.json is required (a JSON array of {role, content}, or {\"messages\": [...]})");
 
   serve::ChatPromptSource src;
   if (is_gguf(file)) {
@@ -67,7 +68,8 @@ int run(const Args& a) {
     if (messages.contains("tools")) tools = messages["tools"];
     messages = messages.contains("messages") ? json(messages["messages"]) : json(nullptr);
   }
-  if (!messages.is_array()) throw InputError(a.str("messages") + ": expected a JSON array of messages (or an object with \"messages\")");
+  if (!messages.is_array())
+    throw InputError(a.str("messages") + ": expected a JSON array of messages (or an object with \"messages\")");
   if (a.has("tools")) tools = read_json(a.str("tools"), "--tools");
 
   std::optional<std::string> today;
@@ -90,15 +92,21 @@ Registrar reg({
     .name = "template",
     .summary = "render chat messages through a chat template, exactly as `toy serve` would",
     .positionals = {{"FILE", "a Jinja chat template, or a GGUF model carrying tokenizer.chat_template"}},
-    .flags = {{"messages", FlagType::Path, "", "JSON: [{\"role\": ..., \"content\": ...}, ...] or {\"messages\": [...]} ('-': stdin)"},
-              {"bos-token", FlagType::String, "", "the bos_token string the template sees (default: the GGUF's, else empty)"},
-              {"eos-token", FlagType::String, "", "the eos_token string the template sees (default: the GGUF's, else empty)"},
-              {"today", FlagType::String, "", "the date strftime_now() and date_string give, YYYY-MM-DD (default: today)"},
+    .flags = {{"messages", FlagType::Path, "",
+               "JSON: [{\"role\": ..., \"content\": ...}, ...] or {\"messages\": [...]} ('-': stdin)"},
+              {"bos-token", FlagType::String, "",
+               "the bos_token string the template sees (default: the GGUF's, else empty)"},
+              {"eos-token", FlagType::String, "",
+               "the eos_token string the template sees (default: the GGUF's, else empty)"},
+              {"today", FlagType::String, "",
+               "the date strftime_now() and date_string give, YYYY-MM-DD (default: today)"},
               {"tools", FlagType::Path, "", "JSON array of OpenAI-style tools given to the template as `tools`"},
-              {"keep-bos", FlagType::Bool, "", "keep a leading bos_token (default: removed, as the tokenizer adds BOS)"},
+              {"keep-bos", FlagType::Bool, "",
+               "keep a leading bos_token (default: removed, as the tokenizer adds BOS)"},
               {"no-generation-prompt", FlagType::Bool, "", "do not end with the assistant's header"}},
     .run = run,
-    .details = "example:\n  toy template Qwen3.jinja --messages chat.json --bos-token '<s>' --eos-token '</s>' --today 2026-11-30\n"
+    .details = "example:\n  toy template Qwen3.jinja --messages chat.json --bos-token '<s>' --eos-token '</s>' --today "
+               "2026-11-30\n"
                "The prompt goes to stdout with no trailing newline.",
 });
 

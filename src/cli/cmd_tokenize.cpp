@@ -31,10 +31,14 @@ std::string quoted(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     const int n = unicode::utf8_check(s.substr(i));
-    if (c == '\n') r += "\\n";
-    else if (c == '\t') r += "\\t";
-    else if (c == '\r') r += "\\r";
-    else if (c == '\\' || c == '\'') r += std::string("\\") + char(c);
+    if (c == '\n')
+      r += "\\n";
+    else if (c == '\t')
+      r += "\\t";
+    else if (c == '\r')
+      r += "\\r";
+    else if (c == '\\' || c == '\'')
+      r += std::string("\\") + char(c);
     else if (n > 1 || (n == 1 && c >= 0x20 && c != 0x7F)) {
       r.append(s.substr(i, size_t(n)));
       i += size_t(n);
@@ -66,8 +70,10 @@ int run(const Args& a) {
 
   std::string out;
   for (int32_t id : ids) {
-    if (a.flag("pieces")) out += std::to_string(id) + " -> " + quoted(tok->piece(id, /*special=*/true)) + "\n";
-    else out += (out.empty() ? "" : " ") + std::to_string(id);
+    if (a.flag("pieces"))
+      out += std::to_string(id) + " -> " + quoted(tok->piece(id, /*special=*/true)) + "\n";
+    else
+      out += (out.empty() ? "" : " ") + std::to_string(id);
   }
   if (!a.flag("pieces")) out += "\n";
   std::cout << out << std::flush;

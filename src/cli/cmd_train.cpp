@@ -27,7 +27,8 @@ std::string num(double v) {
 const TrainRunConfig kDefaults;
 
 // Settings a resumed run may change: they decide how long and how observed, not the numbers.
-const std::set<std::string> kResumable = {"steps", "eval-every", "checkpoint-every", "stop-after", "threads", "eval-batches"};
+const std::set<std::string> kResumable = {"steps",      "eval-every", "checkpoint-every",
+                                          "stop-after", "threads",    "eval-batches"};
 // Flags that are not settings.
 const std::set<std::string> kNotSettings = {"resume", "untied", "no-progress"};
 
@@ -36,17 +37,23 @@ std::vector<Flag> flags() {
   return {
       // data
       {"corpus", FlagType::Path, "", "UTF-8 text to train on (tokenized once; the last --eval-fraction held out)"},
-      {"tokenizer", FlagType::Path, "", "GGUF file whose tokenizer.ggml.* vocabulary to use (default: that of --init-weights, else byte-level: 260 tokens)"},
-      {"data-ids", FlagType::Path, "", "little-endian int32 token ids instead of --corpus: step s reads the s-th block of batch*(context+1) ids"},
+      {"tokenizer", FlagType::Path, "",
+       "GGUF file whose tokenizer.ggml.* vocabulary to use (default: that of --init-weights, else byte-level: 260 "
+       "tokens)"},
+      {"data-ids", FlagType::Path, "",
+       "little-endian int32 token ids instead of --corpus: step s reads the s-th block of batch*(context+1) ids"},
       {"eval-ids", FlagType::Path, "", "held-out int32 ids to evaluate on (with --data-ids)"},
-      {"init-weights", FlagType::Path, "", "start from this GGUF model (its architecture and shapes) instead of random weights"},
-      {"eval-fraction", FlagType::Float, num(d.eval_fraction), "fraction of the corpus held out for evaluation (0: none)"},
+      {"init-weights", FlagType::Path, "",
+       "start from this GGUF model (its architecture and shapes) instead of random weights"},
+      {"eval-fraction", FlagType::Float, num(d.eval_fraction),
+       "fraction of the corpus held out for evaluation (0: none)"},
       {"eval-batches", FlagType::Int, std::to_string(d.eval_batches), "held-out batches per evaluation"},
       // model
       {"d-model", FlagType::Int, std::to_string(d.d_model), "model width d_model"},
       {"layers", FlagType::Int, std::to_string(d.n_layer), "number of layers n_layer"},
       {"heads", FlagType::Int, std::to_string(d.n_head), "attention heads n_head (must divide d-model)"},
-      {"kv-heads", FlagType::Int, std::to_string(d.n_kv_head), "key/value heads n_kv_head, must divide heads (0: = heads)"},
+      {"kv-heads", FlagType::Int, std::to_string(d.n_kv_head),
+       "key/value heads n_kv_head, must divide heads (0: = heads)"},
       {"ff", FlagType::Int, std::to_string(d.d_ff), "feed-forward width d_ff (0: 3 x d-model)"},
       {"untied", FlagType::Bool, "", "give the output projection its own weights (default: tied to token_embd)"},
       {"rope-base", FlagType::Float, num(d.rope_base), "RoPE base frequency"},
@@ -56,7 +63,8 @@ std::vector<Flag> flags() {
       {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B"},
       {"steps", FlagType::Int, std::to_string(d.steps), "optimizer steps"},
       {"lr", FlagType::Float, num(d.lr), "peak learning rate"},
-      {"schedule", FlagType::String, d.schedule, "learning-rate schedule after warm-up: cosine (down to --min-lr-ratio x lr at --steps) or constant"},
+      {"schedule", FlagType::String, d.schedule,
+       "learning-rate schedule after warm-up: cosine (down to --min-lr-ratio x lr at --steps) or constant"},
       {"warmup", FlagType::Int, std::to_string(d.warmup), "steps of linear learning-rate warm-up"},
       {"min-lr-ratio", FlagType::Float, num(d.min_lr_ratio), "cosine floor as a fraction of --lr"},
       {"beta1", FlagType::Float, num(d.beta1), "AdamW beta1"},
@@ -66,9 +74,12 @@ std::vector<Flag> flags() {
       {"clip", FlagType::Float, num(d.clip), "clip the global gradient norm to this (0: no clipping)"},
       {"seed", FlagType::Int, std::to_string(d.seed), "seed of the initial weights and of batch sampling"},
       // run
-      {"eval-every", FlagType::Int, std::to_string(d.eval_every), "evaluate on held-out data every N steps (0: only at the end)"},
-      {"checkpoint-every", FlagType::Int, std::to_string(d.checkpoint_every), "write weights/step-N.gguf every N steps (0: only at the end)"},
-      {"stop-after", FlagType::Int, std::to_string(d.stop_after), "end this invocation after step N with a checkpoint (continue with --resume)"},
+      {"eval-every", FlagType::Int, std::to_string(d.eval_every),
+       "evaluate on held-out data every N steps (0: only at the end)"},
+      {"checkpoint-every", FlagType::Int, std::to_string(d.checkpoint_every),
+       "write weights/step-N.gguf every N steps (0: only at the end)"},
+      {"stop-after", FlagType::Int, std::to_string(d.stop_after),
+       "end this invocation after step N with a checkpoint (continue with --resume)"},
       {"threads", FlagType::Int, "0", "compute threads (0: all cores or TOY_THREADS); results do not depend on it"},
       {"runs-dir", FlagType::Path, d.runs_dir, "where run bundles go"},
       {"run-id", FlagType::String, "", "name of the run directory (default: <UTC date>-<time>-<recipe>)"},
@@ -103,12 +114,20 @@ int run(const Args& a) {
     if (!resume.empty()) {
       if (!a.has(f.name)) continue;
       if (!kResumable.count(f.name))
-        throw UsageError("--" + f.name + " cannot be changed when resuming (the run's config.json fixes it; resumable: --steps, --eval-every, --checkpoint-every, --stop-after, --threads, --eval-batches)");
+        throw UsageError("--" + f.name +
+                         " cannot be changed when resuming (the run's config.json fixes it; resumable: --steps, "
+                         "--eval-every, --checkpoint-every, --stop-after, --threads, --eval-batches)");
     }
     switch (f.type) {
-      case FlagType::Int: j[f.name] = a.integer(f.name); break;
-      case FlagType::Float: j[f.name] = a.number(f.name); break;
-      default: j[f.name] = a.str(f.name); break;
+      case FlagType::Int:
+        j[f.name] = a.integer(f.name);
+        break;
+      case FlagType::Float:
+        j[f.name] = a.number(f.name);
+        break;
+      default:
+        j[f.name] = a.str(f.name);
+        break;
     }
   }
   if (recipe) j["recipe"] = *recipe;
@@ -143,7 +162,8 @@ Registrar reg({
                "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n\n"
                "examples:\n"
                "  toy train from-scratch --corpus ../shared/corpora/tinystories_sample.txt --tokenizer model.gguf \\\n"
-               "      --d-model 128 --layers 4 --heads 4 --kv-heads 2 --ff 384 --context 128 --batch 16 --steps 2000 --warmup 100\n"
+               "      --d-model 128 --layers 4 --heads 4 --kv-heads 2 --ff 384 --context 128 --batch 16 --steps 2000 "
+               "--warmup 100\n"
                "  toy train --resume runs/20261130-034501-from-scratch --steps 4000",
 });
 

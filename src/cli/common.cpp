@@ -10,7 +10,8 @@ namespace toy::cli {
 Loaded load_model_and_tokenizer(const Args& a, size_t model_positional) {
   const std::string path = a.positional(model_positional).value_or(default_model_path());
   if (!std::filesystem::exists(path))
-    throw InputError(path + ": no such file" + (a.positional(model_positional) ? "" : " (the embedded default model is missing; pass a MODEL)"));
+    throw InputError(path + ": no such file" +
+                     (a.positional(model_positional) ? "" : " (the embedded default model is missing; pass a MODEL)"));
   Loaded l;
   l.file = gguf::GgufFile::open(path);
   l.model = load_model(l.file);
@@ -21,8 +22,8 @@ Loaded load_model_and_tokenizer(const Args& a, size_t model_positional) {
       throw InputError(path + ": " + e.what());
     }
     if (l.tokenizer->n_vocab() < l.model->config().n_vocab)
-      throw InputError(path + ": the vocabulary has " + std::to_string(l.tokenizer->n_vocab()) + " tokens but the model has " +
-                       std::to_string(l.model->config().n_vocab) + " outputs");
+      throw InputError(path + ": the vocabulary has " + std::to_string(l.tokenizer->n_vocab()) +
+                       " tokens but the model has " + std::to_string(l.model->config().n_vocab) + " outputs");
   }
   return l;
 }

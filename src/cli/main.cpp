@@ -10,13 +10,15 @@ using namespace toy::cli;
 
 namespace {
 void print_overview() {
-  std::cout << "toy " TOY_VERSION " — readable machine learning: run, train, evaluate and serve transformer LMs.\n\n"
+  std::cout << "toy " TOY_VERSION
+               " — readable machine learning: run, train, evaluate and serve transformer LMs.\n\n"
                "usage: toy COMMAND [args] [options]\n\ncommands:\n";
   for (const Command& c : commands())
     std::cout << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.summary << "\n";
-  std::cout << "\n  toy COMMAND --help   options of one command\n  toy --version        version\n"
-               "  toy --manifest       every command, flag and exit code as JSON\n"
-               "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 130 interrupted\n";
+  std::cout
+      << "\n  toy COMMAND --help   options of one command\n  toy --version        version\n"
+         "  toy --manifest       every command, flag and exit code as JSON\n"
+         "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 130 interrupted\n";
 }
 }  // namespace
 

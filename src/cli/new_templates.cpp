@@ -31,7 +31,8 @@ add_executable(@NAME@ main.cpp)
 target_link_libraries(@NAME@ PRIVATE toy::toy)
 )";
 
-const char* kExperimentMain = R"(// @NAME@ — a toy experiment: a small Llama-style model trained from scratch on data/corpus.txt.
+const char* kExperimentMain =
+    R"(// @NAME@ — a toy experiment: a small Llama-style model trained from scratch on data/corpus.txt.
 //
 //   ./build/@NAME@ [config.json] [steps]
 //
@@ -128,7 +129,8 @@ const char* kExperimentConfig = R"({
 }
 )";
 
-const char* kCorpus = R"(The lighthouse keeper wrote the same line in his book every night: the lamp is lit, the sea is calm.
+const char* kCorpus =
+    R"(The lighthouse keeper wrote the same line in his book every night: the lamp is lit, the sea is calm.
 Some nights the sea was not calm, and he wrote that too, but he always wrote that the lamp was lit.
 One winter a small boat came in from the fog. A girl sat in it with a basket of apples and a map.
 "Is this the island with the lamp?" she asked. "It is," said the keeper. "The lamp is lit."
@@ -209,7 +211,8 @@ install(TARGETS @NAME@ ARCHIVE DESTINATION lib)
 install(DIRECTORY include/ DESTINATION include)
 )";
 
-const char* kLibraryHeader = R"(// @NAME@/@NAME@.h — a library built on toy: a new primitive with its gradient, written the
+const char* kLibraryHeader =
+    R"(// @NAME@/@NAME@.h — a library built on toy: a new primitive with its gradient, written the
 // way toy's own primitives are (forward and backward rule in one place).
 #pragma once
 
@@ -252,7 +255,8 @@ toy::Tensor squared_relu(const toy::Tensor& x) {
 }  // namespace @IDENT@
 )";
 
-const char* kLibraryCheck = R"(// tests/check.cpp — squared_relu against its definition, and its gradient against a finite difference.
+const char* kLibraryCheck =
+    R"(// tests/check.cpp — squared_relu against its definition, and its gradient against a finite difference.
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -314,7 +318,7 @@ const char* kLibraryGitignore = "build/\n";
 
 const std::vector<TemplateFile>& experiment_template() {
   static const std::vector<TemplateFile> t = {
-      {"CMakeLists.txt", kExperimentCmake}, {"main.cpp", kExperimentMain},   {"config.json", kExperimentConfig},
+      {"CMakeLists.txt", kExperimentCmake}, {"main.cpp", kExperimentMain},    {"config.json", kExperimentConfig},
       {"data/corpus.txt", kCorpus},         {"README.md", kExperimentReadme}, {".gitignore", kExperimentGitignore},
   };
   return t;
@@ -322,9 +326,9 @@ const std::vector<TemplateFile>& experiment_template() {
 
 const std::vector<TemplateFile>& library_template() {
   static const std::vector<TemplateFile> t = {
-      {"CMakeLists.txt", kLibraryCmake},        {"include/@NAME@/@NAME@.h", kLibraryHeader},
-      {"src/@NAME@.cpp", kLibrarySource},       {"tests/check.cpp", kLibraryCheck},
-      {"README.md", kLibraryReadme},            {".gitignore", kLibraryGitignore},
+      {"CMakeLists.txt", kLibraryCmake},  {"include/@NAME@/@NAME@.h", kLibraryHeader},
+      {"src/@NAME@.cpp", kLibrarySource}, {"tests/check.cpp", kLibraryCheck},
+      {"README.md", kLibraryReadme},      {".gitignore", kLibraryGitignore},
   };
   return t;
 }

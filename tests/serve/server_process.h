@@ -27,7 +27,8 @@ class ServerProcess {
   ServerProcess(const std::string& model, const std::string& args) {
     static int counter = 0;
     base_ = ::testing::TempDir() + "/toy_serve_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-    const std::string cmd = "exec " + toy_bin() + " serve " + model + " --host 127.0.0.1 --port 0 " + args + " >" + base_ + ".out 2>" + base_ + ".err";
+    const std::string cmd = "exec " + toy_bin() + " serve " + model + " --host 127.0.0.1 --port 0 " + args + " >" +
+                            base_ + ".out 2>" + base_ + ".err";
     pid_ = ::fork();
     if (pid_ == 0) {
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -37,9 +38,12 @@ class ServerProcess {
     for (int i = 0; i < 600 && port_ == 0; ++i) {  // up to 60 s (model loading on a slow machine)
       std::smatch m;
       const std::string out = read_text(base_ + ".out");
-      if (std::regex_search(out, m, line)) port_ = std::stoi(m[1]);
-      else if (!alive()) break;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (std::regex_search(out, m, line))
+        port_ = std::stoi(m[1]);
+      else if (!alive())
+        break;
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
   ~ServerProcess() {

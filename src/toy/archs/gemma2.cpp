@@ -23,11 +23,11 @@ Tensor Gemma2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
   Tensor x = scale(embedding(w_.token_embd, tokens), std::sqrt(float(hp_.c.d_model)));  // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l) {
     const AttentionConfig& a = hp_.is_local(l) ? hp_.local : hp_.global;
-    x = sandwich_norm_block(w_.layers[size_t(l)], a, hp_.rms_eps, x, ctx, l);           // [B, T, D]
+    x = sandwich_norm_block(w_.layers[size_t(l)], a, hp_.rms_eps, x, ctx, l);  // [B, T, D]
   }
-  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);                    // [B, T, D]
-  Tensor logits = linear(x, w_.token_embd);                                              // [B, T, V]
-  return hp_.final_softcap > 0 ? softcap(logits, hp_.final_softcap) : logits;           // [B, T, V]
+  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);          // [B, T, D]
+  Tensor logits = linear(x, w_.token_embd);                                    // [B, T, V]
+  return hp_.final_softcap > 0 ? softcap(logits, hp_.final_softcap) : logits;  // [B, T, V]
 }
 
 Gemma2Hparams gemma2_hparams(const WeightLoader& f) {
@@ -80,8 +80,9 @@ Gemma2Weights Gemma2Model::load_weights(const WeightLoader& f, const Gemma2Hpara
 void Gemma2Model::for_each_param(const std::function<void(Tensor&)>& fn) {
   fn(w_.token_embd);
   for (SandwichNormLayer& L : w_.layers)
-    for (Tensor* t : {&L.attn_norm, &L.attn.attn_q, &L.attn.attn_k, &L.attn.attn_v, &L.attn.attn_output,
-                      &L.post_attention_norm, &L.ffn_norm, &L.ffn.ffn_gate, &L.ffn.ffn_up, &L.ffn.ffn_down, &L.post_ffw_norm})
+    for (Tensor* t :
+         {&L.attn_norm, &L.attn.attn_q, &L.attn.attn_k, &L.attn.attn_v, &L.attn.attn_output, &L.post_attention_norm,
+          &L.ffn_norm, &L.ffn.ffn_gate, &L.ffn.ffn_up, &L.ffn.ffn_down, &L.post_ffw_norm})
       fn(*t);
   fn(w_.output_norm);
 }

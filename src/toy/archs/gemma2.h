@@ -9,18 +9,18 @@ namespace toy {
 
 struct Gemma2Hparams {
   ModelConfig c;
-  float rms_eps = 1e-6f;          // attention.layer_norm_rms_epsilon
-  AttentionConfig global;         // NEOX rope, head-size scale, attention-logit soft-cap (e.g. 50)
-  AttentionConfig local;          // as global, plus the sliding window (e.g. 4096)
-  int64_t swa_pattern = 2;        // layer l is local when l % swa_pattern < swa_pattern − 1
-  float final_softcap = 30.0f;    // final_logit_softcapping
+  float rms_eps = 1e-6f;        // attention.layer_norm_rms_epsilon
+  AttentionConfig global;       // NEOX rope, head-size scale, attention-logit soft-cap (e.g. 50)
+  AttentionConfig local;        // as global, plus the sliding window (e.g. 4096)
+  int64_t swa_pattern = 2;      // layer l is local when l % swa_pattern < swa_pattern − 1
+  float final_softcap = 30.0f;  // final_logit_softcapping
   bool is_local(int64_t layer) const { return layer % swa_pattern < swa_pattern - 1; }
 };
 
 struct Gemma2Weights {
-  Tensor token_embd;              // [V, D], also the output projection (always tied)
+  Tensor token_embd;  // [V, D], also the output projection (always tied)
   std::vector<SandwichNormLayer> layers;
-  Tensor output_norm;             // [D]
+  Tensor output_norm;  // [D]
 };
 
 class Gemma2Model : public Model {

@@ -18,15 +18,16 @@ Gpt2Model::Gpt2Model(Gpt2Hparams hp, Gpt2Weights w) : hp_(std::move(hp)), w_(std
 Tensor Gpt2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
   auto [B, T] = tokens.dims<2>("gpt2: tokens");
   const int64_t n_pos = w_.position_embd.size(0);
-  const Tensor pos = ctx.positions(B, T);                                                // I32 [B, T]
+  const Tensor pos = ctx.positions(B, T);  // I32 [B, T]
   for (int64_t b = 0; b < B; ++b)
     if (ctx.seq(b).pos0 < 0 || ctx.seq(b).pos0 + T > n_pos)
-      throw ShapeError("gpt2: positions up to " + std::to_string(ctx.seq(b).pos0 + T) + " exceed the " + std::to_string(n_pos) + " learned positions");
-  Tensor x = embedding(w_.token_embd, tokens) + embedding(w_.position_embd, pos);       // [B, T, D]
+      throw ShapeError("gpt2: positions up to " + std::to_string(ctx.seq(b).pos0 + T) + " exceed the " +
+                       std::to_string(n_pos) + " learned positions");
+  Tensor x = embedding(w_.token_embd, tokens) + embedding(w_.position_embd, pos);  // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l)
-    x = gpt2_block(w_.layers[size_t(l)], hp_.attn, hp_.ln_eps, x, ctx, l);              // [B, T, D]
-  x = layer_norm(logit_positions(x, ctx), w_.output_norm, w_.output_norm_bias, hp_.ln_eps); // [B, T, D]
-  return linear(x, w_.output.defined() ? w_.output : w_.token_embd);                   // [B, T, V]
+    x = gpt2_block(w_.layers[size_t(l)], hp_.attn, hp_.ln_eps, x, ctx, l);                   // [B, T, D]
+  x = layer_norm(logit_positions(x, ctx), w_.output_norm, w_.output_norm_bias, hp_.ln_eps);  // [B, T, D]
+  return linear(x, w_.output.defined() ? w_.output : w_.token_embd);                         // [B, T, V]
 }
 
 Gpt2Hparams gpt2_hparams(const WeightLoader& f) {

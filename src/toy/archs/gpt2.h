@@ -8,17 +8,17 @@
 namespace toy {
 
 struct Gpt2Hparams {
-  ModelConfig c;                  // n_ctx: also the number of learned positions, e.g. 1024
-  float ln_eps = 1e-5f;           // attention.layer_norm_epsilon
-  AttentionConfig attn;           // heads and scale (no rope)
+  ModelConfig c;         // n_ctx: also the number of learned positions, e.g. 1024
+  float ln_eps = 1e-5f;  // attention.layer_norm_epsilon
+  AttentionConfig attn;  // heads and scale (no rope)
 };
 
 struct Gpt2Weights {
-  Tensor token_embd;              // [V, D]
-  Tensor position_embd;           // [n_ctx, D]
+  Tensor token_embd;     // [V, D]
+  Tensor position_embd;  // [n_ctx, D]
   std::vector<Gpt2Layer> layers;
   Tensor output_norm, output_norm_bias;  // [D], [D]
-  Tensor output;                  // [V, D]; undefined when tied to token_embd
+  Tensor output;                         // [V, D]; undefined when tied to token_embd
 };
 
 class Gpt2Model : public Model {

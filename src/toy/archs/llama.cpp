@@ -15,11 +15,11 @@ namespace toy {
 LlamaModel::LlamaModel(LlamaHparams hp, LlamaWeights w) : hp_(std::move(hp)), w_(std::move(w)) { config_ = hp_.c; }
 
 Tensor LlamaModel::forward(const Tensor& tokens, const Ctx& ctx) const {
-  Tensor x = embedding(w_.token_embd, tokens);                                  // [B, T, D]
+  Tensor x = embedding(w_.token_embd, tokens);  // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l)
     x = pre_norm_block(w_.layers[size_t(l)], hp_.attn, hp_.rms_eps, x, ctx, l);  // [B, T, D]
-  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);           // [B, T, D]
-  return linear(x, w_.output.defined() ? w_.output : w_.token_embd);            // [B, T, V]
+  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);            // [B, T, D]
+  return linear(x, w_.output.defined() ? w_.output : w_.token_embd);             // [B, T, V]
 }
 
 void LlamaModel::for_each_param(const std::function<void(Tensor&)>& fn) {
@@ -47,9 +47,12 @@ LlamaHparams llama_family_hparams(const WeightLoader& f, RopeMode mode) {
   hp.attn.n_kv_head = c.n_kv_head;
   hp.attn.d_head = c.d_head;
   hp.attn.norm_eps = hp.rms_eps;
-  hp.attn.rope = {.mode = mode, .n_rot = f.hp_int("rope.dimension_count", c.d_head), .base = f.hp_float("rope.freq_base", 10000.0f)};
+  hp.attn.rope = {.mode = mode,
+                  .n_rot = f.hp_int("rope.dimension_count", c.d_head),
+                  .base = f.hp_float("rope.freq_base", 10000.0f)};
   if (hp.attn.rope.n_rot <= 0 || hp.attn.rope.n_rot > c.d_head || hp.attn.rope.n_rot % 2)
-    throw gguf::GgufError(f.file().path() + ": rope.dimension_count " + std::to_string(hp.attn.rope.n_rot) + " does not fit head size " + std::to_string(c.d_head));
+    throw gguf::GgufError(f.file().path() + ": rope.dimension_count " + std::to_string(hp.attn.rope.n_rot) +
+                          " does not fit head size " + std::to_string(c.d_head));
   hp.attn.options.scale = 1.0f / std::sqrt(float(c.d_head));
   return hp;
 }

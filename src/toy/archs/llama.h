@@ -12,16 +12,16 @@ namespace toy {
 
 struct LlamaHparams {
   ModelConfig c;
-  float rms_eps = 1e-5f;        // attention.layer_norm_rms_epsilon
-  AttentionConfig attn;         // heads, rope, q/k norm, scale
-  bool qkv_bias = false;        // qwen2
+  float rms_eps = 1e-5f;  // attention.layer_norm_rms_epsilon
+  AttentionConfig attn;   // heads, rope, q/k norm, scale
+  bool qkv_bias = false;  // qwen2
 };
 
 struct LlamaWeights {
-  Tensor token_embd;            // [V, D]
+  Tensor token_embd;  // [V, D]
   std::vector<PreNormLayer> layers;
-  Tensor output_norm;           // [D]
-  Tensor output;                // [V, D]; undefined when tied to token_embd
+  Tensor output_norm;  // [D]
+  Tensor output;       // [V, D]; undefined when tied to token_embd
 };
 
 class LlamaModel : public Model {

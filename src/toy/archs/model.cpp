@@ -9,9 +9,11 @@ Tensor WeightLoader::maybe(const std::string& name, const Shape& shape) const {
   const gguf::TensorInfo* t = f_->find_tensor(name);
   if (!t) return {};
   if (t->shape != shape)
-    throw GgufError(f_->path() + ": tensor '" + name + "' has shape " + to_string(t->shape) + ", expected " + to_string(shape));
+    throw GgufError(f_->path() + ": tensor '" + name + "' has shape " + to_string(t->shape) + ", expected " +
+                    to_string(shape));
   if (!dtype_supported(t->dtype))
-    throw GgufError(f_->path() + ": tensor '" + name + "' has dtype " + std::string(toy::name(t->dtype)) + ", which toy cannot compute with");
+    throw GgufError(f_->path() + ": tensor '" + name + "' has dtype " + std::string(toy::name(t->dtype)) +
+                    ", which toy cannot compute with");
   Tensor w = f_->tensor(*t);
   // Vectors (norms, biases) are used as F32; they are tiny, so a converted copy costs nothing.
   if (shape.size() == 1 && t->dtype != DType::F32) w = w.clone().set_name(name);
@@ -20,7 +22,8 @@ Tensor WeightLoader::maybe(const std::string& name, const Shape& shape) const {
 
 Tensor WeightLoader::need(const std::string& name, const Shape& shape) const {
   Tensor w = maybe(name, shape);
-  if (!w.defined()) throw GgufError(f_->path() + ": missing tensor '" + name + "' (expected shape " + to_string(shape) + ")");
+  if (!w.defined())
+    throw GgufError(f_->path() + ": missing tensor '" + name + "' (expected shape " + to_string(shape) + ")");
   return w;
 }
 
@@ -28,7 +31,9 @@ int64_t WeightLoader::hp_int(const std::string& key) const { return f_->get_int(
 int64_t WeightLoader::hp_int(const std::string& key, int64_t def) const {
   return f_->opt_int(f_->architecture() + "." + key).value_or(def);
 }
-float WeightLoader::hp_float(const std::string& key) const { return float(f_->get_float(f_->architecture() + "." + key)); }
+float WeightLoader::hp_float(const std::string& key) const {
+  return float(f_->get_float(f_->architecture() + "." + key));
+}
 float WeightLoader::hp_float(const std::string& key, float def) const {
   return float(f_->opt_float(f_->architecture() + "." + key).value_or(def));
 }
@@ -39,7 +44,9 @@ void check_config(const gguf::GgufFile& f, const ModelConfig& c) {
   if (c.n_layer <= 0 || c.n_layer > 4096) bad("block_count " + std::to_string(c.n_layer) + " out of range");
   if (c.d_model <= 0 || c.d_model > kMax) bad("embedding_length " + std::to_string(c.d_model) + " out of range");
   if (c.n_head <= 0 || c.n_head > 4096) bad("attention.head_count " + std::to_string(c.n_head) + " out of range");
-  if (c.n_kv_head <= 0 || c.n_head % c.n_kv_head) bad("attention.head_count_kv " + std::to_string(c.n_kv_head) + " must divide head_count " + std::to_string(c.n_head));
+  if (c.n_kv_head <= 0 || c.n_head % c.n_kv_head)
+    bad("attention.head_count_kv " + std::to_string(c.n_kv_head) + " must divide head_count " +
+        std::to_string(c.n_head));
   if (c.d_head <= 0 || c.d_head > 4096) bad("head size " + std::to_string(c.d_head) + " out of range");
   if (c.d_ff <= 0 || c.d_ff > kMax) bad("feed_forward_length " + std::to_string(c.d_ff) + " out of range");
   if (c.n_ctx <= 0 || c.n_ctx > kMax) bad("context_length " + std::to_string(c.n_ctx) + " out of range");
@@ -74,7 +81,8 @@ void write_config(gguf::GgufWriter& out, const ModelConfig& c, ConfigKeys keys) 
   out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
   out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
   out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
-  if (keys.kv_heads || c.n_kv_head != c.n_head) out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
+  if (keys.kv_heads || c.n_kv_head != c.n_head)
+    out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
   if (keys.head_size || c.d_head * c.n_head != c.d_model) {
     out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
     out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));

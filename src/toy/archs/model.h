@@ -17,15 +17,15 @@ namespace toy {
 
 // The sizes every engine needs (the KV cache, the sampler, training).
 struct ModelConfig {
-  std::string arch;         // GGUF general.architecture, e.g. "llama"
-  int64_t n_vocab = 0;      // e.g. 49152
-  int64_t d_model = 0;      // e.g. 576
-  int64_t n_layer = 0;      // e.g. 30
-  int64_t n_head = 0;       // e.g. 9
-  int64_t n_kv_head = 0;    // e.g. 3
-  int64_t d_head = 0;       // e.g. 64
-  int64_t d_ff = 0;         // e.g. 1536
-  int64_t n_ctx = 0;        // training context, e.g. 8192
+  std::string arch;       // GGUF general.architecture, e.g. "llama"
+  int64_t n_vocab = 0;    // e.g. 49152
+  int64_t d_model = 0;    // e.g. 576
+  int64_t n_layer = 0;    // e.g. 30
+  int64_t n_head = 0;     // e.g. 9
+  int64_t n_kv_head = 0;  // e.g. 3
+  int64_t d_head = 0;     // e.g. 64
+  int64_t d_ff = 0;       // e.g. 1536
+  int64_t n_ctx = 0;      // training context, e.g. 8192
 };
 
 class Model {
@@ -63,7 +63,7 @@ class WeightLoader {
 
 using ArchLoader = std::unique_ptr<Model> (*)(const WeightLoader&);
 struct Architecture {
-  const char* name;         // GGUF general.architecture
+  const char* name;  // GGUF general.architecture
   ArchLoader load;
 };
 const std::vector<Architecture>& architectures();

@@ -16,11 +16,11 @@ namespace toy {
 OlmoeModel::OlmoeModel(OlmoeHparams hp, OlmoeWeights w) : hp_(std::move(hp)), w_(std::move(w)) { config_ = hp_.c; }
 
 Tensor OlmoeModel::forward(const Tensor& tokens, const Ctx& ctx) const {
-  Tensor x = embedding(w_.token_embd, tokens);                                            // [B, T, D]
+  Tensor x = embedding(w_.token_embd, tokens);  // [B, T, D]
   for (int64_t l = 0; l < hp_.c.n_layer; ++l)
-    x = moe_block(w_.layers[size_t(l)], hp_.attn, hp_.moe, hp_.rms_eps, x, ctx, l);       // [B, T, D]
-  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);                     // [B, T, D]
-  return linear(x, w_.output);                                                            // [B, T, V]
+    x = moe_block(w_.layers[size_t(l)], hp_.attn, hp_.moe, hp_.rms_eps, x, ctx, l);  // [B, T, D]
+  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);                // [B, T, D]
+  return linear(x, w_.output);                                                       // [B, T, V]
 }
 
 OlmoeHparams olmoe_hparams(const WeightLoader& f) {
@@ -31,7 +31,8 @@ OlmoeHparams olmoe_hparams(const WeightLoader& f) {
   hp.attn = base.attn;
   hp.attn.qk_norm = QkNorm::FullWidth;
   hp.moe = {.n_expert = f.hp_int("expert_count"), .n_expert_used = f.hp_int("expert_used_count")};
-  if (hp.moe.n_expert <= 0 || hp.moe.n_expert > 4096 || hp.moe.n_expert_used <= 0 || hp.moe.n_expert_used > hp.moe.n_expert)
+  if (hp.moe.n_expert <= 0 || hp.moe.n_expert > 4096 || hp.moe.n_expert_used <= 0 ||
+      hp.moe.n_expert_used > hp.moe.n_expert)
     throw gguf::GgufError(f.file().path() + ": olmoe: expert_used_count " + std::to_string(hp.moe.n_expert_used) +
                           " / expert_count " + std::to_string(hp.moe.n_expert) + " out of range");
   return hp;
@@ -67,9 +68,9 @@ OlmoeWeights OlmoeModel::load_weights(const WeightLoader& f, const OlmoeHparams&
 void OlmoeModel::for_each_param(const std::function<void(Tensor&)>& fn) {
   fn(w_.token_embd);
   for (MoeLayer& L : w_.layers)
-    for (Tensor* t : {&L.attn_norm, &L.attn.attn_q, &L.attn.attn_k, &L.attn.attn_v, &L.attn.attn_q_norm, &L.attn.attn_k_norm,
-                      &L.attn.attn_output, &L.ffn_norm, &L.ffn.ffn_gate_inp, &L.ffn.ffn_gate_exps, &L.ffn.ffn_up_exps,
-                      &L.ffn.ffn_down_exps})
+    for (Tensor* t : {&L.attn_norm, &L.attn.attn_q, &L.attn.attn_k, &L.attn.attn_v, &L.attn.attn_q_norm,
+                      &L.attn.attn_k_norm, &L.attn.attn_output, &L.ffn_norm, &L.ffn.ffn_gate_inp, &L.ffn.ffn_gate_exps,
+                      &L.ffn.ffn_up_exps, &L.ffn.ffn_down_exps})
       fn(*t);
   fn(w_.output_norm);
   fn(w_.output);

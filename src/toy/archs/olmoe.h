@@ -8,17 +8,17 @@
 namespace toy {
 
 struct OlmoeHparams {
-  ModelConfig c;                  // d_ff: the width of one expert, e.g. 1024
-  float rms_eps = 1e-5f;          // attention.layer_norm_rms_epsilon
-  AttentionConfig attn;           // NEOX rope, full-width q/k norm
-  MoeConfig moe;                  // e.g. 64 experts, 8 used
+  ModelConfig c;          // d_ff: the width of one expert, e.g. 1024
+  float rms_eps = 1e-5f;  // attention.layer_norm_rms_epsilon
+  AttentionConfig attn;   // NEOX rope, full-width q/k norm
+  MoeConfig moe;          // e.g. 64 experts, 8 used
 };
 
 struct OlmoeWeights {
-  Tensor token_embd;              // [V, D]
+  Tensor token_embd;  // [V, D]
   std::vector<MoeLayer> layers;
-  Tensor output_norm;             // [D]
-  Tensor output;                  // [V, D] (never tied)
+  Tensor output_norm;  // [D]
+  Tensor output;       // [V, D] (never tied)
 };
 
 class OlmoeModel : public Model {

@@ -33,7 +33,8 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
   if (B != 1 || K.size(1) != Hkv || K.size(2) != Dh || v.shape() != k.shape())
     throw ShapeError("kv cache: k " + to_string(k.shape()) + " for cache " + to_string(K.shape()));
   if (pos0 + T > n_ctx_)
-    throw ShapeError("kv cache: positions up to " + std::to_string(pos0 + T) + " exceed the context of " + std::to_string(n_ctx_));
+    throw ShapeError("kv cache: positions up to " + std::to_string(pos0 + T) + " exceed the context of " +
+                     std::to_string(n_ctx_));
   const int64_t n = T * Hkv * Dh;
   const size_t at = size_t(row_bytes(dtype_, pos0 * Hkv * Dh));
   quantize(dtype_, k.data(), static_cast<char*>(K.raw_mut()) + at, n);  // a copy, or rounding to halves
@@ -44,7 +45,8 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
 
 Tensor Ctx::positions(int64_t B, int64_t T) const {
   if (seqs.size() != 1 && int64_t(seqs.size()) != B)
-    throw ShapeError("ctx: " + std::to_string(seqs.size()) + " sequences for a batch of " + std::to_string(B) + " rows");
+    throw ShapeError("ctx: " + std::to_string(seqs.size()) + " sequences for a batch of " + std::to_string(B) +
+                     " rows");
   std::vector<int32_t> pos(size_t(B * T));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) pos[size_t(b * T + t)] = int32_t(seq(b).pos0 + t);
@@ -56,14 +58,16 @@ Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   auto [B, T, H, Dh] = q.dims<4>("sequence_attention: q");
   const int64_t Hkv = k.size(2);
   if (!ctx.seq(0).kv) return attention(q, k, v, o);
-  if (ctx.seqs.size() != size_t(B)) throw ShapeError("sequence_attention: a KV cache holds one sequence, not a batch of " + std::to_string(B));
-  std::vector<Tensor> rows;                                                        // row b: [T·H, Dh]
+  if (ctx.seqs.size() != size_t(B))
+    throw ShapeError("sequence_attention: a KV cache holds one sequence, not a batch of " + std::to_string(B));
+  std::vector<Tensor> rows;  // row b: [T·H, Dh]
   for (int64_t b = 0; b < B; ++b) {
     const Seq& s = ctx.seq(b);
-    auto [K, V] = s.kv->store(layer, s.pos0, slab(k, b).reshape({1, T, Hkv, Dh}), slab(v, b).reshape({1, T, Hkv, Dh}));  // [1, S_b, Hkv, Dh]
+    auto [K, V] = s.kv->store(layer, s.pos0, slab(k, b).reshape({1, T, Hkv, Dh}),
+                              slab(v, b).reshape({1, T, Hkv, Dh}));  // [1, S_b, Hkv, Dh]
     rows.push_back(attention(slab(q, b).reshape({1, T, H, Dh}), K, V, o).reshape({T * H, Dh}));
   }
-  return concat_rows(rows).reshape({B, T, H, Dh});                                 // [B, T, H, Dh]
+  return concat_rows(rows).reshape({B, T, H, Dh});  // [B, T, H, Dh]
 }
 
 Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
@@ -74,13 +78,14 @@ Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
   return last;
 }
 
-Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer) {
+Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx,
+                      int64_t layer) {
   auto [B, T, D] = x.dims<3>("self_attention: x");
   const int64_t H = c.n_head, Hkv = c.n_kv_head, Dh = c.d_head;
   auto qkv = linears(x, {w.attn_q, w.attn_k, w.attn_v}, {w.attn_q_bias, w.attn_k_bias, w.attn_v_bias});
-  Tensor q = qkv[0];                                                 // [B, T, H·Dh]
-  Tensor k = qkv[1];                                                 // [B, T, Hkv·Dh]
-  Tensor v = qkv[2];                                                 // [B, T, Hkv·Dh]
+  Tensor q = qkv[0];  // [B, T, H·Dh]
+  Tensor k = qkv[1];  // [B, T, Hkv·Dh]
+  Tensor v = qkv[2];  // [B, T, Hkv·Dh]
   if (c.qk_norm == QkNorm::FullWidth) {
     q = rms_norm(q, w.attn_q_norm, c.norm_eps);
     k = rms_norm(k, w.attn_k_norm, c.norm_eps);
@@ -92,22 +97,22 @@ Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const
     q = rms_norm(q, w.attn_q_norm, c.norm_eps);
     k = rms_norm(k, w.attn_k_norm, c.norm_eps);
   }
-  const Tensor pos = ctx.positions(B, T);                            // I32 [B, T]
-  q = rope(q, pos, c.rope);                                          // [B, T, H, Dh]
-  k = rope(k, pos, c.rope);                                          // [B, T, Hkv, Dh]
-  Tensor o = sequence_attention(q, k, v, c.options, ctx, layer);     // [B, T, H, Dh]
-  return linear(o.reshape({B, T, H * Dh}), w.attn_output);           // [B, T, D]
+  const Tensor pos = ctx.positions(B, T);                         // I32 [B, T]
+  q = rope(q, pos, c.rope);                                       // [B, T, H, Dh]
+  k = rope(k, pos, c.rope);                                       // [B, T, Hkv, Dh]
+  Tensor o = sequence_attention(q, k, v, c.options, ctx, layer);  // [B, T, H, Dh]
+  return linear(o.reshape({B, T, H * Dh}), w.attn_output);        // [B, T, D]
 }
 
 Tensor swiglu_ffn(const SwigluWeights& w, const Tensor& x) {
-  auto gu = linears(x, {w.ffn_gate, w.ffn_up});                      // [..., d_ff] each
-  return linear(silu(gu[0]) * gu[1], w.ffn_down);                    // [..., D]
+  auto gu = linears(x, {w.ffn_gate, w.ffn_up});    // [..., d_ff] each
+  return linear(silu(gu[0]) * gu[1], w.ffn_down);  // [..., D]
 }
 
 Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x, const Ctx& ctx,
                       int64_t layer) {
   Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), ctx, layer);  // [B, T, D]
-  return h + swiglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                          // [B, T, D]
+  return h + swiglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                           // [B, T, D]
 }
 
 }  // namespace toy

@@ -23,6 +23,7 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   DType dtype() const { return dtype_; }
   size_t bytes() const;
+
  private:
   int64_t n_ctx_;
   DType dtype_;
@@ -31,15 +32,15 @@ class KvCache {
 
 // Where one sequence's new tokens sit, and the cache that holds its past.
 struct Seq {
-  int64_t pos0 = 0;                    // position of the first token of this forward pass
-  KvCache* kv = nullptr;               // null: no cache (training on whole sequences)
+  int64_t pos0 = 0;       // position of the first token of this forward pass
+  KvCache* kv = nullptr;  // null: no cache (training on whole sequences)
 };
 
 // What a forward pass needs besides the tokens. Usually every row of the batch sits at the same
 // place (one Seq: training, a prompt); a batched decode step gives one Seq per row, so that row b
 // continues its own sequence, at its own position, in its own cache.
 struct Ctx {
-  std::vector<Seq> seqs = {Seq{}};     // 1 (shared by every row) or B
+  std::vector<Seq> seqs = {Seq{}};  // 1 (shared by every row) or B
   // Only the last position's logits are wanted (a prompt fed for generation): the output
   // projection, ~20% of a small model's work, then runs on one row instead of T.
   bool last_logits = false;
@@ -59,17 +60,17 @@ enum class QkNorm {
 };
 
 struct AttentionWeights {
-  Tensor attn_q, attn_k, attn_v, attn_output;          // [H·Dh, D], [Hkv·Dh, D], [Hkv·Dh, D], [D, H·Dh]
-  Tensor attn_q_bias, attn_k_bias, attn_v_bias;       // optional [H·Dh], [Hkv·Dh], [Hkv·Dh] (qwen2)
-  Tensor attn_q_norm, attn_k_norm;                    // optional (QkNorm)
+  Tensor attn_q, attn_k, attn_v, attn_output;    // [H·Dh, D], [Hkv·Dh, D], [Hkv·Dh, D], [D, H·Dh]
+  Tensor attn_q_bias, attn_k_bias, attn_v_bias;  // optional [H·Dh], [Hkv·Dh], [Hkv·Dh] (qwen2)
+  Tensor attn_q_norm, attn_k_norm;               // optional (QkNorm)
 };
 
 struct AttentionConfig {
-  int64_t n_head = 0, n_kv_head = 0, d_head = 0;      // e.g. 9, 3, 64
+  int64_t n_head = 0, n_kv_head = 0, d_head = 0;  // e.g. 9, 3, 64
   Rope rope;
   QkNorm qk_norm = QkNorm::None;
-  float norm_eps = 1e-5f;                             // for the q/k norms
-  AttentionOptions options;                           // scale, softcap, window
+  float norm_eps = 1e-5f;    // for the q/k norms
+  AttentionOptions options;  // scale, softcap, window
 };
 
 // Causal attention of each row over its own sequence. Without a cache: over the row's k, v. With
@@ -81,17 +82,18 @@ Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
 
 // Multi-head self-attention with RoPE and (when the context has one) the KV cache.
 // x: [B, T, D] -> [B, T, D]
-Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx, int64_t layer);
+Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx,
+                      int64_t layer);
 
 struct SwigluWeights {
-  Tensor ffn_gate, ffn_up, ffn_down;                  // [d_ff, D], [d_ff, D], [D, d_ff]
+  Tensor ffn_gate, ffn_up, ffn_down;  // [d_ff, D], [d_ff, D], [D, d_ff]
 };
 // down(silu(gate·x) ⊙ up·x).  x: [..., D] -> [..., D]
 Tensor swiglu_ffn(const SwigluWeights& w, const Tensor& x);
 
 // The Llama-family layer: two pre-norm residual lines.
 struct PreNormLayer {
-  Tensor attn_norm, ffn_norm;                         // [D]
+  Tensor attn_norm, ffn_norm;  // [D]
   AttentionWeights attn;
   SwigluWeights ffn;
 };

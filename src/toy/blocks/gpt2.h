@@ -10,8 +10,8 @@
 namespace toy {
 
 struct FusedQkvWeights {
-  Tensor attn_qkv, attn_qkv_bias;          // [(H + 2·Hkv)·Dh, D], [(H + 2·Hkv)·Dh]: rows Q | K | V
-  Tensor attn_output, attn_output_bias;    // [D, H·Dh], [D]
+  Tensor attn_qkv, attn_qkv_bias;        // [(H + 2·Hkv)·Dh, D], [(H + 2·Hkv)·Dh]: rows Q | K | V
+  Tensor attn_output, attn_output_bias;  // [D, H·Dh], [D]
 };
 // Multi-head attention without position rotation (positions are in the embeddings); uses
 // c.n_head, n_kv_head, d_head and c.options, not c.rope. x: [B, T, D] -> [B, T, D]
@@ -19,15 +19,15 @@ Tensor fused_qkv_attention(const FusedQkvWeights& w, const AttentionConfig& c, c
                            int64_t layer);
 
 struct GeluMlpWeights {
-  Tensor ffn_up, ffn_up_bias;              // [d_ff, D], [d_ff]
-  Tensor ffn_down, ffn_down_bias;          // [D, d_ff], [D]
+  Tensor ffn_up, ffn_up_bias;      // [d_ff, D], [d_ff]
+  Tensor ffn_down, ffn_down_bias;  // [D, d_ff], [D]
 };
 // down(gelu_tanh(up·x + b_up)) + b_down.  x: [..., D] -> [..., D]
 Tensor gelu_mlp(const GeluMlpWeights& w, const Tensor& x);
 
 struct Gpt2Layer {
-  Tensor attn_norm, attn_norm_bias;        // [D], [D]
-  Tensor ffn_norm, ffn_norm_bias;          // [D], [D]
+  Tensor attn_norm, attn_norm_bias;  // [D], [D]
+  Tensor ffn_norm, ffn_norm_bias;    // [D], [D]
   FusedQkvWeights attn;
   GeluMlpWeights ffn;
 };

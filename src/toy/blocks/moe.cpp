@@ -42,21 +42,21 @@ Tensor ids(const std::vector<int32_t>& v) { return Tensor::from_ids({int64_t(v.s
 
 Tensor moe_ffn(const MoeFfnWeights& w, const MoeConfig& c, const Tensor& x) {
   const int64_t D = x.size(-1), N = x.numel() / D, k = c.n_expert_used;
-  Tensor xs = x.reshape({N, D});                                                  // [N, D]
-  MoeRoute r = moe_route(linear(xs, w.ffn_gate_inp), k);                         // weight [N, k], expert I32 [N, k]
+  Tensor xs = x.reshape({N, D});                          // [N, D]
+  MoeRoute r = moe_route(linear(xs, w.ffn_gate_inp), k);  // weight [N, k], expert I32 [N, k]
   const ExpertGroups g = group_by_expert(r.expert, c.n_expert);
-  std::vector<Tensor> outs;                                                       // expert e: [M_e, D]
+  std::vector<Tensor> outs;  // expert e: [M_e, D]
   for (int64_t e = 0; e < c.n_expert; ++e)
     if (!g.rows[size_t(e)].empty()) outs.push_back(swiglu_ffn(expert(w, e), gather_rows(xs, ids(g.rows[size_t(e)]))));
   Tensor p = gather_rows(r.weight.reshape({N * k, 1}), ids(g.all_slots)).reshape({N * k});  // [N·k], expert order
-  Tensor y = scale_rows(concat_rows(outs), p);                                    // [N·k, D]
-  return scatter_add_rows(Tensor::zeros({N, D}), ids(g.all_rows), y).reshape(x.shape());  // [..., D]
+  Tensor y = scale_rows(concat_rows(outs), p);                                              // [N·k, D]
+  return scatter_add_rows(Tensor::zeros({N, D}), ids(g.all_rows), y).reshape(x.shape());    // [..., D]
 }
 
 Tensor moe_block(const MoeLayer& L, const AttentionConfig& c, const MoeConfig& m, float eps, const Tensor& x,
                  const Ctx& ctx, int64_t layer) {
   Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), ctx, layer);  // [B, T, D]
-  return h + moe_ffn(L.ffn, m, rms_norm(h, L.ffn_norm, eps));                          // [B, T, D]
+  return h + moe_ffn(L.ffn, m, rms_norm(h, L.ffn_norm, eps));                           // [B, T, D]
 }
 
 }  // namespace toy

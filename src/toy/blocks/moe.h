@@ -10,15 +10,15 @@
 namespace toy {
 
 struct MoeConfig {
-  int64_t n_expert = 0;        // expert_count, e.g. 64
-  int64_t n_expert_used = 0;   // expert_used_count (k), e.g. 8
+  int64_t n_expert = 0;       // expert_count, e.g. 64
+  int64_t n_expert_used = 0;  // expert_used_count (k), e.g. 8
 };
 
 struct MoeFfnWeights {
-  Tensor ffn_gate_inp;         // [n_expert, D] router (kept F32 by llama-quantize)
-  Tensor ffn_gate_exps;        // [n_expert, d_ff, D]
-  Tensor ffn_up_exps;          // [n_expert, d_ff, D]
-  Tensor ffn_down_exps;        // [n_expert, D, d_ff]
+  Tensor ffn_gate_inp;   // [n_expert, D] router (kept F32 by llama-quantize)
+  Tensor ffn_gate_exps;  // [n_expert, d_ff, D]
+  Tensor ffn_up_exps;    // [n_expert, d_ff, D]
+  Tensor ffn_down_exps;  // [n_expert, D, d_ff]
 };
 
 // Expert e's SwiGLU weights: views of slab e of the stacked tensors.

@@ -12,10 +12,10 @@ namespace toy {
 Tensor geglu_ffn(const SwigluWeights& w, const Tensor& x);
 
 struct SandwichNormLayer {
-  Tensor attn_norm, post_attention_norm;   // [D]
-  Tensor ffn_norm, post_ffw_norm;          // [D]
+  Tensor attn_norm, post_attention_norm;  // [D]
+  Tensor ffn_norm, post_ffw_norm;         // [D]
   AttentionWeights attn;
-  SwigluWeights ffn;                       // gate, up, down of the GeGLU FFN
+  SwigluWeights ffn;  // gate, up, down of the GeGLU FFN
 };
 // x: [B, T, D] -> [B, T, D]
 Tensor sandwich_norm_block(const SandwichNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x,

@@ -75,10 +75,11 @@ json merge_system_messages(const json& messages) {
 // Whether a system message's text reaches the output (llama.cpp's probe, with its needle).
 bool renders_system_role(const Template& t) {
   const std::string needle = "<System Needle>";
-  json context = {{"messages", json::array({{{"role", "system"}, {"content", needle}}, {{"role", "user"}, {"content", "Hey"}}})},
-                  {"bos_token", ""},
-                  {"eos_token", ""},
-                  {"add_generation_prompt", false}};
+  json context = {
+      {"messages", json::array({{{"role", "system"}, {"content", needle}}, {{"role", "user"}, {"content", "Hey"}}})},
+      {"bos_token", ""},
+      {"eos_token", ""},
+      {"add_generation_prompt", false}};
   try {
     return t.render(context).find(needle) != std::string::npos;
   } catch (const TemplateError&) {

@@ -23,13 +23,13 @@
 namespace toy::chat {
 
 struct ChatOptions {
-  std::string bos_token = "";           // e.g. "<s>"
-  std::string eos_token = "";           // e.g. "</s>"
-  bool add_generation_prompt = true;    // end with the assistant's header, ready for its reply
-  bool enable_thinking = true;          // as llama.cpp passes it (Qwen3, SmolLM3, DeepSeek R1 read it)
-  std::optional<std::string> today = {};  // "YYYY-MM-DD" for strftime_now and date_string; unset: local time
-  bool strip_leading_bos = true;        // the tokenizer adds BOS itself (GGUF tokenizer.ggml.add_bos_token)
-  nlohmann::ordered_json tools = {};    // OpenAI-style tool list as `tools`; null: `tools` is undefined
+  std::string bos_token = "";                 // e.g. "<s>"
+  std::string eos_token = "";                 // e.g. "</s>"
+  bool add_generation_prompt = true;          // end with the assistant's header, ready for its reply
+  bool enable_thinking = true;                // as llama.cpp passes it (Qwen3, SmolLM3, DeepSeek R1 read it)
+  std::optional<std::string> today = {};      // "YYYY-MM-DD" for strftime_now and date_string; unset: local time
+  bool strip_leading_bos = true;              // the tokenizer adds BOS itself (GGUF tokenizer.ggml.add_bos_token)
+  nlohmann::ordered_json tools = {};          // OpenAI-style tool list as `tools`; null: `tools` is undefined
   nlohmann::ordered_json extra_context = {};  // an object of more variables, e.g. {"thinking": true}; wins on clashes
 };
 
@@ -51,7 +51,8 @@ class ChatTemplate {
 };
 
 // ChatTemplate(template_source).apply(messages, options).
-std::string render_chat(std::string_view template_source, const nlohmann::ordered_json& messages, const ChatOptions& options);
+std::string render_chat(std::string_view template_source, const nlohmann::ordered_json& messages,
+                        const ChatOptions& options);
 
 // ChatML (<|im_start|>role\ncontent<|im_end|>\n...), llama.cpp's fallback for a GGUF without a template.
 std::string chatml_template();

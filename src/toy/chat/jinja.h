@@ -54,7 +54,7 @@ struct ParseOptions {
 
 struct RenderOptions {
   std::optional<std::tm> now = {};  // what strftime_now() formats; unset: the local time when rendering
-  int64_t max_steps = 1'000'000;  // loop iterations plus macro calls; beyond it rendering fails
+  int64_t max_steps = 1'000'000;    // loop iterations plus macro calls; beyond it rendering fails
 };
 
 class Template {

@@ -106,7 +106,8 @@ List split(const std::string& s, const Value& sep, int64_t maxsplit) {
   const std::string& d = sep.as_string();
   if (d.empty()) throw EvalError("empty separator");
   size_t i = 0;
-  for (size_t j; (maxsplit < 0 || int64_t(out.size()) < maxsplit) && (j = s.find(d, i)) != std::string::npos; i = j + d.size())
+  for (size_t j; (maxsplit < 0 || int64_t(out.size()) < maxsplit) && (j = s.find(d, i)) != std::string::npos;
+       i = j + d.size())
     out.emplace_back(s.substr(i, j - i));
   out.emplace_back(s.substr(i));
   return out;
@@ -217,7 +218,8 @@ Value to_float(const Value& v, const Value& fallback) {
 // Jinja's indent: every line but the first (unless `first`) gets the prefix; blank lines only if `blank`.
 std::string indent(const std::string& s, const Value& width, bool first, bool blank) {
   if (!width.is_string() && width.as_int() > 1000) throw EvalError("indent width over 1000");
-  std::string prefix = width.is_string() ? width.as_string() : std::string(size_t(std::max<int64_t>(0, width.as_int())), ' ');
+  std::string prefix =
+      width.is_string() ? width.as_string() : std::string(size_t(std::max<int64_t>(0, width.as_int())), ' ');
   std::vector<std::string> lines;
   for (size_t i = 0; i <= s.size();) {
     size_t j = s.find('\n', i);
@@ -242,12 +244,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -255,7 +268,8 @@ std::string html_escape(const std::string& s) {
 
 // Jinja's round: "common" is Python's round(), which takes halves to even (2.5 -> 2.0).
 Value round_number(double x, int64_t precision, const std::string& method) {
-  if (method != "common" && method != "ceil" && method != "floor") throw EvalError("method must be common, ceil or floor");
+  if (method != "common" && method != "ceil" && method != "floor")
+    throw EvalError("method must be common, ceil or floor");
   const double scale = std::pow(10.0, double(precision)), y = x * scale;
   return (method == "ceil" ? std::ceil(y) : method == "floor" ? std::floor(y) : std::nearbyint(y)) / scale;
 }
@@ -304,13 +318,15 @@ Value map_filter(const Value& in, const CallArgs& a) {
 
 const std::unordered_map<std::string_view, FilterFn>& filters() {
   static const std::unordered_map<std::string_view, FilterFn> table = {
-      {"abs", [](const Value& v, const CallArgs&) -> Value {
+      {"abs",
+       [](const Value& v, const CallArgs&) -> Value {
          if (v.is_float()) return std::fabs(v.as_double());
          if (v.as_int() == INT64_MIN) throw EvalError("integer overflow");
          return v.as_int() < 0 ? -v.as_int() : v.as_int();
        }},
       {"attr", [](const Value& v, const CallArgs& a) { return v.attr(a.get(0, "name").str()); }},
-      {"batch", [](const Value& v, const CallArgs& a) {
+      {"batch",
+       [](const Value& v, const CallArgs& a) {
          int64_t n = a.get(0, "linecount").as_int();
          if (n <= 0 || size_t(n) > kMaxListItems) throw EvalError("batch size must be in 1..1M");
          Value fill = a.get(1, "fill_with");
@@ -324,11 +340,13 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
        }},
       {"capitalize", [](const Value& v, const CallArgs&) { return Value(capitalize(v.str())); }},
       {"count", [](const Value& v, const CallArgs&) { return Value(int64_t(v.length())); }},
-      {"default", [](const Value& v, const CallArgs& a) {
+      {"default",
+       [](const Value& v, const CallArgs& a) {
          bool boolean = a.get(1, "boolean", false).truthy();
          return (v.is_undefined() || (boolean && !v.truthy())) ? a.get(0, "default_value", "") : v;
        }},
-      {"dictsort", [](const Value& v, const CallArgs& a) {
+      {"dictsort",
+       [](const Value& v, const CallArgs& a) {
          bool cs = a.get(0, "case_sensitive", false).truthy(), by_value = a.get(1, "by", "key").str() == "value";
          List pairs;
          for (const auto& [k, e] : v.as_dict().entries) pairs.push_back(Value::list({k, e}));
@@ -338,17 +356,22 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"escape", [](const Value& v, const CallArgs&) { return Value(html_escape(v.str())); }},
       {"first", [](const Value& v, const CallArgs&) { return end_item(v, 0); }},
       {"float", [](const Value& v, const CallArgs& a) { return to_float(v, a.get(0, "default", 0.0)); }},
-      {"indent", [](const Value& v, const CallArgs& a) {
-         return Value(indent(v.str(), a.get(0, "width", 4), a.get(1, "first", false).truthy(), a.get(2, "blank", false).truthy()));
+      {"indent",
+       [](const Value& v, const CallArgs& a) {
+         return Value(indent(v.str(), a.get(0, "width", 4), a.get(1, "first", false).truthy(),
+                             a.get(2, "blank", false).truthy()));
        }},
-      {"int", [](const Value& v, const CallArgs& a) { return to_int(v, a.get(0, "default", 0), int(a.get(1, "base", 10).as_int())); }},
-      {"items", [](const Value& v, const CallArgs&) {
+      {"int", [](const Value& v,
+                 const CallArgs& a) { return to_int(v, a.get(0, "default", 0), int(a.get(1, "base", 10).as_int())); }},
+      {"items",
+       [](const Value& v, const CallArgs&) {
          List out;
          if (!v.is_undefined())
            for (const auto& [k, e] : v.as_dict().entries) out.push_back(Value::list({k, e}));
          return Value::list(std::move(out));
        }},
-      {"join", [](const Value& v, const CallArgs& a) {
+      {"join",
+       [](const Value& v, const CallArgs& a) {
          std::string sep = a.get(0, "d", "").str(), out;
          Value attribute = a.get(1, "attribute");
          List items = v.elements();
@@ -365,11 +388,14 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"map", map_filter},
       {"reject", [](const Value& v, const CallArgs& a) { return select_or_reject(v, a, false, false); }},
       {"rejectattr", [](const Value& v, const CallArgs& a) { return select_or_reject(v, a, false, true); }},
-      {"replace", [](const Value& v, const CallArgs& a) {
+      {"replace",
+       [](const Value& v, const CallArgs& a) {
          Value count = a.get(2, "count");
-         return checked_string(replace(v.str(), a.get(0, "old").str(), a.get(1, "new").str(), absent(count) ? -1 : count.as_int()));
+         return checked_string(
+             replace(v.str(), a.get(0, "old").str(), a.get(1, "new").str(), absent(count) ? -1 : count.as_int()));
        }},
-      {"reverse", [](const Value& v, const CallArgs&) -> Value {
+      {"reverse",
+       [](const Value& v, const CallArgs&) -> Value {
          List items = v.elements();
          std::reverse(items.begin(), items.end());
          if (!v.is_string()) return Value::list(std::move(items));
@@ -377,13 +403,15 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
          for (const Value& ch : items) out += ch.as_string();
          return out;
        }},
-      {"round", [](const Value& v, const CallArgs& a) {
+      {"round",
+       [](const Value& v, const CallArgs& a) {
          return round_number(v.as_double(), a.get(0, "precision", 0).as_int(), a.get(1, "method", "common").str());
        }},
       {"safe", [](const Value& v, const CallArgs&) { return v; }},
       {"select", [](const Value& v, const CallArgs& a) { return select_or_reject(v, a, true, false); }},
       {"selectattr", [](const Value& v, const CallArgs& a) { return select_or_reject(v, a, true, true); }},
-      {"sort", [](const Value& v, const CallArgs& a) {
+      {"sort",
+       [](const Value& v, const CallArgs& a) {
          bool cs = a.get(1, "case_sensitive", false).truthy();
          Value attribute = a.get(2, "attribute");
          return Value::list(sorted(v.elements(), a.get(0, "reverse", false).truthy(),
@@ -391,13 +419,16 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
        }},
       {"string", [](const Value& v, const CallArgs&) { return Value(v.str()); }},
       {"title", [](const Value& v, const CallArgs&) { return Value(jinja_title(v.str())); }},
-      {"tojson", [](const Value& v, const CallArgs& a) {
+      {"tojson",
+       [](const Value& v, const CallArgs& a) {
          Value ind = a.get(0, "indent");
          return Value(v.to_json(absent(ind) ? -1 : int(std::clamp<int64_t>(ind.as_int(), 0, 64)),
-                                a.get(SIZE_MAX, "sort_keys", false).truthy(), a.get(SIZE_MAX, "ensure_ascii", false).truthy()));
+                                a.get(SIZE_MAX, "sort_keys", false).truthy(),
+                                a.get(SIZE_MAX, "ensure_ascii", false).truthy()));
        }},
       {"trim", [](const Value& v, const CallArgs& a) { return Value(strip(v.str(), a.get(0, "chars"), true, true)); }},
-      {"unique", [](const Value& v, const CallArgs& a) {
+      {"unique",
+       [](const Value& v, const CallArgs& a) {
          bool cs = a.get(0, "case_sensitive", false).truthy();
          Value attribute = a.get(1, "attribute");
          List out;
@@ -407,7 +438,8 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
          return Value::list(std::move(out));
        }},
       {"upper", [](const Value& v, const CallArgs&) { return Value(upper(v.str())); }},
-      {"wordcount", [](const Value& v, const CallArgs&) {
+      {"wordcount",
+       [](const Value& v, const CallArgs&) {
          int64_t n = 0;
          bool in_word = false;
          for (char ch : v.str()) {
@@ -421,7 +453,9 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
   return table;
 }
 
-bool compare_test(const Value& v, const CallArgs& a, bool (*ok)(int)) { return ok(Value::compare(v, a.get(0, "other"))); }
+bool compare_test(const Value& v, const CallArgs& a, bool (*ok)(int)) {
+  return ok(Value::compare(v, a.get(0, "other")));
+}
 
 const std::unordered_map<std::string_view, TestFn>& tests() {
   static const std::unordered_map<std::string_view, TestFn> table = {
@@ -437,12 +471,15 @@ const std::unordered_map<std::string_view, TestFn>& tests() {
       {"string", [](const Value& v, const CallArgs&) { return v.is_string(); }},
       {"mapping", [](const Value& v, const CallArgs&) { return v.is_dict(); }},
       // Jinja's Undefined is an empty iterable.
-      {"iterable", [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
-      {"sequence", [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
+      {"iterable",
+       [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
+      {"sequence",
+       [](const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
       {"callable", [](const Value& v, const CallArgs&) { return v.is_function(); }},
       {"even", [](const Value& v, const CallArgs&) { return v.as_int() % 2 == 0; }},
       {"odd", [](const Value& v, const CallArgs&) { return v.as_int() % 2 != 0; }},
-      {"divisibleby", [](const Value& v, const CallArgs& a) {
+      {"divisibleby",
+       [](const Value& v, const CallArgs& a) {
          int64_t d = a.get(0, "num").as_int();
          if (d == 0) throw EvalError("integer division or modulo by zero");
          return d == -1 || v.as_int() % d == 0;
@@ -454,12 +491,15 @@ const std::unordered_map<std::string_view, TestFn>& tests() {
       {"gt", [](const Value& v, const CallArgs& a) { return compare_test(v, a, [](int c) { return c > 0; }); }},
       {"ge", [](const Value& v, const CallArgs& a) { return compare_test(v, a, [](int c) { return c >= 0; }); }},
       {"in", [](const Value& v, const CallArgs& a) { return contains(a.get(0, "seq"), v); }},
-      {"sameas", [](const Value& v, const CallArgs& a) { return v.kind() == a.get(0, "other").kind() && v == a.get(0, "other"); }},
-      {"lower", [](const Value& v, const CallArgs&) {
+      {"sameas", [](const Value& v,
+                    const CallArgs& a) { return v.kind() == a.get(0, "other").kind() && v == a.get(0, "other"); }},
+      {"lower",
+       [](const Value& v, const CallArgs&) {
          std::string s = v.str();
          return s == lower(s) && s != upper(s);
        }},
-      {"upper", [](const Value& v, const CallArgs&) {
+      {"upper",
+       [](const Value& v, const CallArgs&) {
          std::string s = v.str();
          return s == upper(s) && s != lower(s);
        }},
@@ -470,8 +510,8 @@ const std::unordered_map<std::string_view, TestFn>& tests() {
 // Jinja's other names for the same filters and tests.
 std::string_view canonical(std::string_view name) {
   static const std::unordered_map<std::string_view, std::string_view> aliases = {
-      {"d", "default"}, {"e", "escape"}, {"equalto", "eq"}, {"==", "eq"}, {"!=", "ne"}, {"lessthan", "lt"},
-      {"<", "lt"},      {"<=", "le"},    {"greaterthan", "gt"}, {">", "gt"}, {">=", "ge"}};
+      {"d", "default"}, {"e", "escape"}, {"equalto", "eq"},     {"==", "eq"}, {"!=", "ne"}, {"lessthan", "lt"},
+      {"<", "lt"},      {"<=", "le"},    {"greaterthan", "gt"}, {">", "gt"},  {">=", "ge"}};
   auto it = aliases.find(name);
   return it == aliases.end() ? name : it->second;
 }
@@ -485,7 +525,9 @@ std::optional<Value> string_method(const std::string& s, std::string_view name, 
   if (name == "lower") return lower(s);
   if (name == "title") return py_title(s);
   if (name == "capitalize") return capitalize(s);
-  if (name == "replace") return checked_string(replace(s, a.get(0, "old").as_string(), a.get(1, "new").as_string(), a.get(2, "count", -1).as_int()));
+  if (name == "replace")
+    return checked_string(
+        replace(s, a.get(0, "old").as_string(), a.get(1, "new").as_string(), a.get(2, "count", -1).as_int()));
   if (name == "find") {
     size_t at = s.find(a.get(0, "sub").as_string());
     return at == std::string::npos ? int64_t(-1) : int64_t(utf8_length(std::string_view(s).substr(0, at)));
@@ -529,9 +571,12 @@ std::optional<Value> call_method(const Value& self, std::string_view name, const
     }
     List out;
     for (const auto& [k, v] : d.entries) {
-      if (name == "items") out.push_back(Value::list({k, v}));
-      else if (name == "keys") out.emplace_back(k);
-      else if (name == "values") out.push_back(v);
+      if (name == "items")
+        out.push_back(Value::list({k, v}));
+      else if (name == "keys")
+        out.emplace_back(k);
+      else if (name == "values")
+        out.push_back(v);
     }
     if (name == "items" || name == "keys" || name == "values") return Value::list(std::move(out));
   }
@@ -541,45 +586,47 @@ std::optional<Value> call_method(const Value& self, std::string_view name, const
 Dict global_functions(const std::tm& now, std::vector<Value>* namespaces) {
   Dict g;
   g.set("range", Value::function([](const CallArgs& a) {
-    if (a.positional.empty() || a.positional.size() > 3) throw EvalError("range expects 1 to 3 arguments");
-    bool one = a.positional.size() == 1;
-    int64_t start = one ? 0 : a.positional[0].as_int(), stop = a.positional[one ? 0 : 1].as_int();
-    int64_t step = a.positional.size() == 3 ? a.positional[2].as_int() : 1;
-    if (step == 0) throw EvalError("range() arg 3 must not be zero");
-    const __int128 span = __int128(stop) - start, n = span / step + (span % step != 0);  // ceil for both signs
-    if (n > kMaxRange) throw EvalError("range() longer than 100000");
-    List out;
-    for (__int128 k = 0; k < n; ++k) out.emplace_back(int64_t(start + k * step));
-    return Value::list(std::move(out));
-  }));
+          if (a.positional.empty() || a.positional.size() > 3) throw EvalError("range expects 1 to 3 arguments");
+          bool one = a.positional.size() == 1;
+          int64_t start = one ? 0 : a.positional[0].as_int(), stop = a.positional[one ? 0 : 1].as_int();
+          int64_t step = a.positional.size() == 3 ? a.positional[2].as_int() : 1;
+          if (step == 0) throw EvalError("range() arg 3 must not be zero");
+          const __int128 span = __int128(stop) - start, n = span / step + (span % step != 0);  // ceil for both signs
+          if (n > kMaxRange) throw EvalError("range() longer than 100000");
+          List out;
+          for (__int128 k = 0; k < n; ++k) out.emplace_back(int64_t(start + k * step));
+          return Value::list(std::move(out));
+        }));
   g.set("namespace", Value::function([namespaces](const CallArgs& a) {
-    Dict attrs;
-    if (!a.positional.empty()) attrs = a.positional[0].as_dict();
-    for (const auto& [k, v] : a.named) attrs.set(k, v);
-    namespaces->push_back(Value::ns(std::move(attrs)));
-    return namespaces->back();
-  }));
+          Dict attrs;
+          if (!a.positional.empty()) attrs = a.positional[0].as_dict();
+          for (const auto& [k, v] : a.named) attrs.set(k, v);
+          namespaces->push_back(Value::ns(std::move(attrs)));
+          return namespaces->back();
+        }));
   g.set("dict", Value::function([](const CallArgs& a) {
-    Dict d;
-    for (const auto& [k, v] : a.named) d.set(k, v);
-    return Value::dict(std::move(d));
-  }));
-  g.set("raise_exception", Value::function([](const CallArgs& a) -> Value { throw EvalError(a.get(0, "message").str()); }));
+          Dict d;
+          for (const auto& [k, v] : a.named) d.set(k, v);
+          return Value::dict(std::move(d));
+        }));
+  g.set("raise_exception",
+        Value::function([](const CallArgs& a) -> Value { throw EvalError(a.get(0, "message").str()); }));
   g.set("strftime_now", Value::function([now](const CallArgs& a) {
-    std::string format = a.get(0, "format").as_string();
-    if (format.empty()) return Value("");
-    std::string buf(format.size() * 4 + 64, '\0');
-    size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &now);
-    buf.resize(n);
-    return Value(buf);
-  }));
+          std::string format = a.get(0, "format").as_string();
+          if (format.empty()) return Value("");
+          std::string buf(format.size() * 4 + 64, '\0');
+          size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &now);
+          buf.resize(n);
+          return Value(buf);
+        }));
   return g;
 }
 
 Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "~") return checked_string(a.str() + b.str());
   auto unsupported = [&] {
-    return EvalError("unsupported operand type(s) for " + std::string(op) + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+    return EvalError("unsupported operand type(s) for " + std::string(op) + ": '" + a.type_name() + "' and '" +
+                     b.type_name() + "'");
   };
   if (op == "+" && a.is_string() && b.is_string()) return checked_string(a.as_string() + b.as_string());
   if (op == "+" && a.is_list() && b.is_list()) {
@@ -593,7 +640,8 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
     if (!times.is_int() && !times.is_bool()) throw unsupported();
     int64_t n = std::max<int64_t>(0, times.as_int());
     size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
-    if (unit && uint64_t(n) > (seq.is_string() ? kMaxStringBytes : kMaxListItems) / unit) throw EvalError("repetition result is too large");
+    if (unit && uint64_t(n) > (seq.is_string() ? kMaxStringBytes : kMaxListItems) / unit)
+      throw EvalError("repetition result is too large");
     if (seq.is_string()) {
       std::string out;
       for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -611,9 +659,12 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (!a.is_float() && !b.is_float()) {
     int64_t x = a.as_int(), y = b.as_int(), r = 0;
     bool overflow = false;
-    if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
-    else if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
-    else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
+    if (op == "+")
+      overflow = __builtin_add_overflow(x, y, &r);
+    else if (op == "-")
+      overflow = __builtin_sub_overflow(x, y, &r);
+    else if (op == "*")
+      overflow = __builtin_mul_overflow(x, y, &r);
     else if (op == "//" || op == "%") {
       if (y == 0) throw EvalError("integer division or modulo by zero");
       if (y == -1) {  // avoids INT64_MIN / -1
@@ -652,7 +703,8 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
-    case Value::Kind::Undefined: return false;
+    case Value::Kind::Undefined:
+      return false;
     case Value::Kind::String:
       if (!item.is_string()) throw EvalError("'in <string>' requires string as left operand, not " + item.type_name());
       return container.as_string().find(item.as_string()) != std::string::npos;
@@ -660,8 +712,10 @@ bool contains(const Value& container, const Value& item) {
       const List& l = container.as_list();
       return std::find(l.begin(), l.end(), item) != l.end();
     }
-    case Value::Kind::Dict: return item.is_string() && container.as_dict().find(item.as_string());
-    default: throw EvalError("argument of type '" + container.type_name() + "' is not iterable");
+    case Value::Kind::Dict:
+      return item.is_string() && container.as_dict().find(item.as_string());
+    default:
+      throw EvalError("argument of type '" + container.type_name() + "' is not iterable");
   }
 }
 

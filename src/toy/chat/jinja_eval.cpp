@@ -10,9 +10,9 @@
 
 namespace toy::chat::ast {
 
-constexpr int kMaxCallDepth = 100;         // nested macro calls; runaway recursion stops here
-constexpr int kMaxEvalDepth = 2000;        // nodes being evaluated at once (macro calls times tree depth)
-constexpr int64_t kMaxWork = int64_t(1) << 30;  // bytes that builtins produce or scan in one render
+constexpr int kMaxCallDepth = 100;               // nested macro calls; runaway recursion stops here
+constexpr int kMaxEvalDepth = 2000;              // nodes being evaluated at once (macro calls times tree depth)
+constexpr int64_t kMaxWork = int64_t(1) << 30;   // bytes that builtins produce or scan in one render
 constexpr size_t kMaxOutput = size_t(16) << 20;  // bytes of text one block may produce
 
 struct Frame {
@@ -42,9 +42,12 @@ struct Context {
   // Bounds the data builtins and operators make or search (each is linear in it): a string costs its
   // bytes, a list or dict 16 per item. With the step limit this bounds a render's time and memory.
   const Value& charge(const Value& v) {
-    if (v.is_string()) work += int64_t(v.as_string().size());
-    else if (v.is_list()) work += 16 * int64_t(v.as_list().size());
-    else if (v.is_dict()) work += 16 * int64_t(v.as_dict().entries.size());
+    if (v.is_string())
+      work += int64_t(v.as_string().size());
+    else if (v.is_list())
+      work += 16 * int64_t(v.as_list().size());
+    else if (v.is_dict())
+      work += 16 * int64_t(v.as_dict().entries.size());
     if (work > kMaxWork) throw EvalError("template processed more than 1 GiB of data (runaway template?)");
     return v;
   }
@@ -85,7 +88,8 @@ void assign(Context& c, const std::vector<std::string>& targets, const Value& v)
   if (targets.size() == 1) return c.set(targets[0], v);
   List parts = v.elements();
   if (parts.size() != targets.size())
-    throw EvalError("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(targets.size()) + " names");
+    throw EvalError("cannot unpack " + std::to_string(parts.size()) + " values into " + std::to_string(targets.size()) +
+                    " names");
   for (size_t i = 0; i < parts.size(); ++i) c.set(targets[i], parts[i]);
 }
 
@@ -194,10 +198,14 @@ Value Compare::eval(Context& c) const {
     Value r = e->evaluate(c);
     c.charge(op == "in" || op == "notin" ? r : l);
     bool ok;
-    if (op == "==") ok = l == r;
-    else if (op == "!=") ok = !(l == r);
-    else if (op == "in") ok = contains(r, l);
-    else if (op == "notin") ok = !contains(r, l);
+    if (op == "==")
+      ok = l == r;
+    else if (op == "!=")
+      ok = !(l == r);
+    else if (op == "in")
+      ok = contains(r, l);
+    else if (op == "notin")
+      ok = !contains(r, l);
     else {
       int cmp = Value::compare(l, r);
       ok = op == "<" ? cmp < 0 : op == "<=" ? cmp <= 0 : op == ">" ? cmp > 0 : cmp >= 0;
@@ -326,7 +334,8 @@ Flow Set::run(Context& c, std::string&) const {
     assign(c, targets, v);
   } else {
     Value ns = c.lookup(targets[0]);
-    if (!ns.is_namespace()) throw EvalError("cannot set attribute '" + attr + "' of '" + targets[0] + "', which is not a namespace");
+    if (!ns.is_namespace())
+      throw EvalError("cannot set attribute '" + attr + "' of '" + targets[0] + "', which is not a namespace");
     ns.as_namespace().set(attr, std::move(v));
   }
   return Flow::Normal;
@@ -347,7 +356,8 @@ Value Macro::make_function(Context& c) const {
       throw EvalError("macro '" + name + "' takes at most " + std::to_string(params.size()) + " argument(s), got " +
                       std::to_string(a.positional.size()));
     for (const auto& [key, v] : a.named) {
-      bool known = key == "caller" || std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == key; });
+      bool known =
+          key == "caller" || std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == key; });
       if (!known) throw EvalError("macro '" + name + "' got an unexpected argument '" + key + "'");
     }
     if (c.call_depth >= kMaxCallDepth) throw EvalError("macro calls nested deeper than 100 (runaway recursion?)");
@@ -397,7 +407,8 @@ Flow LoopControl::run(Context&, std::string&) const { return flow; }
 namespace toy::chat {
 
 std::string Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
-  if (!context.is_object() && !context.is_null()) throw TemplateError("the template context must be a JSON object", 0, 0);
+  if (!context.is_object() && !context.is_null())
+    throw TemplateError("the template context must be a JSON object", 0, 0);
   std::tm now{};
   if (options.now) {
     now = *options.now;

@@ -11,9 +11,11 @@
 namespace toy::chat {
 
 TemplateError::TemplateError(const std::string& message, int line, int column)
-    : std::runtime_error(line > 0 ? "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message
-                                  : message),
-      message_(message), line_(line), column_(column) {}
+    : std::runtime_error(
+          line > 0 ? "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + message : message),
+      message_(message),
+      line_(line),
+      column_(column) {}
 
 namespace {
 
@@ -117,8 +119,10 @@ class Lexer {
   // After a tag: '-' strips the following whitespace; trim_blocks drops one newline.
   void after_tag(bool strip, bool trim) {
     strip_next_ = strip;
-    if (trim && s_.substr(i_).starts_with("\n")) i_ += 1;
-    else if (trim && s_.substr(i_).starts_with("\r\n")) i_ += 2;
+    if (trim && s_.substr(i_).starts_with("\n"))
+      i_ += 1;
+    else if (trim && s_.substr(i_).starts_with("\r\n"))
+      i_ += 2;
   }
 
   // Matches `ws* word ws* [-+]? %}` at i; returns the offset after it and whether it had '-'.
@@ -212,8 +216,10 @@ class Lexer {
     text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
     Token& t = push(is_float ? Tok::Float : Tok::Int, start, text);
     try {
-      if (is_float) t.float_value = std::stod(text);
-      else t.int_value = std::stoll(text);
+      if (is_float)
+        t.float_value = std::stod(text);
+      else
+        t.int_value = std::stoll(text);
     } catch (const std::exception&) {
       fail(start, "number out of range: " + text);
     }
@@ -233,9 +239,12 @@ class Lexer {
       }
       char e = s_[i_++];
       const char* simple = std::strchr("n\nt\tr\rb\bf\fv\va\a0\0", e);
-      if (e == '\\' || e == '\'' || e == '"') value += e;
-      else if (e == '\n') continue;  // line continuation
-      else if (simple && e != '0') value += simple[1];
+      if (e == '\\' || e == '\'' || e == '"')
+        value += e;
+      else if (e == '\n')
+        continue;  // line continuation
+      else if (simple && e != '0')
+        value += simple[1];
       else if (e == 'x' || e == 'u' || e == 'U') {
         size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
         std::string hex(s_.substr(i_, n));
@@ -247,7 +256,8 @@ class Lexer {
         i_ += n;
       } else if (e >= '0' && e <= '7') {  // octal, up to three digits
         uint32_t v = uint32_t(e - '0');
-        for (int k = 0; k < 2 && i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '7'; ++k) v = v * 8 + uint32_t(s_[i_++] - '0');
+        for (int k = 0; k < 2 && i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '7'; ++k)
+          v = v * 8 + uint32_t(s_[i_++] - '0');
         append_utf8(value, v);
       } else {
         value += '\\', value += e;  // unknown escapes stay as written, as in Python
@@ -283,9 +293,7 @@ class Parser {
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   Token next() { return t_[std::min(i_++, t_.size() - 1)]; }
   bool at_op(std::string_view op, size_t k = 0) const { return peek(k).type == Tok::Op && peek(k).text == op; }
-  bool at_name(std::string_view name, size_t k = 0) const {
-    return peek(k).type == Tok::Name && peek(k).text == name;
-  }
+  bool at_name(std::string_view name, size_t k = 0) const { return peek(k).type == Tok::Name && peek(k).text == name; }
   bool accept_op(std::string_view op) { return at_op(op) && (next(), true); }
   bool accept_name(std::string_view name) { return at_name(name) && (next(), true); }
 
@@ -295,12 +303,18 @@ class Parser {
   }
   std::string describe(const Token& t) const {
     switch (t.type) {
-      case Tok::Eof: return "end of template";
-      case Tok::Text: return "text";
-      case Tok::VarEnd: return "'}}'";
-      case Tok::BlockEnd: return "'%}'";
-      case Tok::String: return "string";
-      default: return "'" + t.text + "'";
+      case Tok::Eof:
+        return "end of template";
+      case Tok::Text:
+        return "text";
+      case Tok::VarEnd:
+        return "'}}'";
+      case Tok::BlockEnd:
+        return "'%}'";
+      case Tok::String:
+        return "string";
+      default:
+        return "'" + t.text + "'";
     }
   }
   void expect_op(std::string_view op) {
@@ -311,7 +325,8 @@ class Parser {
     return next().text;
   }
   void expect(Tok type) {
-    if (peek().type != type) fail(std::string("expected ") + (type == Tok::BlockEnd ? "'%}'" : "'}}'") + ", got " + describe(peek()));
+    if (peek().type != type)
+      fail(std::string("expected ") + (type == Tok::BlockEnd ? "'%}'" : "'}}'") + ", got " + describe(peek()));
     next();
   }
   template <class N>
@@ -520,7 +535,8 @@ class Parser {
 
   // Left-associative binary operators, loosest first: Jinja's parse_or, parse_and, (parse_not and
   // parse_compare sit here), parse_math1, parse_concat, parse_math2, parse_pow.
-  static constexpr std::string_view kLevels[][4] = {{"or"}, {"and"}, {}, {"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
+  static constexpr std::string_view kLevels[][4] = {{"or"}, {"and"}, {}, {"+", "-"}, {"~"}, {"*", "/", "//", "%"},
+                                                    {"**"}};
   static constexpr int kNotLevel = 2, kUnaryLevel = 7;
 
   ExprPtr parse_binary(int level) {
@@ -529,7 +545,8 @@ class Parser {
     Nest nest(*this);
     ExprPtr left = parse_binary(level + 1);
     const auto& ops = kLevels[level];
-    while ((peek().type == Tok::Op || peek().type == Tok::Name) && std::find(std::begin(ops), std::end(ops), peek().text) != std::end(ops)) {
+    while ((peek().type == Tok::Op || peek().type == Tok::Name) &&
+           std::find(std::begin(ops), std::end(ops), peek().text) != std::end(ops)) {
       deeper();  // a chain a + b + c nests to the left
       auto n = make<Binary>(peek());
       n->op = next().text;
@@ -558,10 +575,14 @@ class Parser {
     std::unique_ptr<Compare> cmp;
     while (true) {
       std::string op;
-      if (at_op("==") || at_op("!=") || at_op("<") || at_op("<=") || at_op(">") || at_op(">=")) op = next().text;
-      else if (accept_name("in")) op = "in";
-      else if (at_name("not") && at_name("in", 1)) i_ += 2, op = "notin";
-      else break;
+      if (at_op("==") || at_op("!=") || at_op("<") || at_op("<=") || at_op(">") || at_op(">="))
+        op = next().text;
+      else if (accept_name("in"))
+        op = "in";
+      else if (at_name("not") && at_name("in", 1))
+        i_ += 2, op = "notin";
+      else
+        break;
       if (!cmp) cmp = make<Compare>(start), cmp->first = std::move(first);
       deeper();
       cmp->rest.emplace_back(op, parse_binary(kNotLevel + 1));
@@ -588,8 +609,9 @@ class Parser {
   ExprPtr parse_primary() {
     const Token t = next();
     if (t.type == Tok::Name) {
-      static const std::pair<const char*, Value> constants[] = {
-          {"true", true}, {"True", true}, {"false", false}, {"False", false}, {"none", Value::none()}, {"None", Value::none()}};
+      static const std::pair<const char*, Value> constants[] = {{"true", true},          {"True", true},
+                                                                {"false", false},        {"False", false},
+                                                                {"none", Value::none()}, {"None", Value::none()}};
       for (const auto& [name, value] : constants) {
         if (t.text == name) {
           auto n = make<Literal>(t);
@@ -603,8 +625,10 @@ class Parser {
     }
     if (t.type == Tok::String || t.type == Tok::Int || t.type == Tok::Float) {
       auto n = make<Literal>(t);
-      if (t.type == Tok::Int) n->value = t.int_value;
-      else if (t.type == Tok::Float) n->value = t.float_value;
+      if (t.type == Tok::Int)
+        n->value = t.int_value;
+      else if (t.type == Tok::Float)
+        n->value = t.float_value;
       else {
         std::string s = t.text;
         while (peek().type == Tok::String) s += next().text;  // adjacent literals concatenate
@@ -729,10 +753,14 @@ class Parser {
     Nest nest(*this);
     while (true) {
       deeper();
-      if (accept_op("|")) node = parse_filter(std::move(node));
-      else if (at_name("is")) node = parse_test(std::move(node));
-      else if (at_op("(")) node = parse_call(std::move(node));
-      else return node;
+      if (accept_op("|"))
+        node = parse_filter(std::move(node));
+      else if (at_name("is"))
+        node = parse_test(std::move(node));
+      else if (at_op("("))
+        node = parse_call(std::move(node));
+      else
+        return node;
     }
   }
 
@@ -756,9 +784,12 @@ class Parser {
     if (!is_test(n->name)) fail("unknown test '" + n->name + "'", &name);
     const Token& arg = peek();
     bool bare_arg = (arg.type == Tok::Name && arg.text != "else" && arg.text != "or" && arg.text != "and") ||
-                    arg.type == Tok::String || arg.type == Tok::Int || arg.type == Tok::Float || at_op("[") || at_op("{");
-    if (at_op("(")) n->args = parse_args();
-    else if (bare_arg) n->args.positional.push_back(parse_postfix(parse_primary()));  // `x is divisibleby 3`
+                    arg.type == Tok::String || arg.type == Tok::Int || arg.type == Tok::Float || at_op("[") ||
+                    at_op("{");
+    if (at_op("("))
+      n->args = parse_args();
+    else if (bare_arg)
+      n->args.positional.push_back(parse_postfix(parse_primary()));  // `x is divisibleby 3`
     return n;
   }
 };

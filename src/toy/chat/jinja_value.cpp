@@ -86,15 +86,20 @@ Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
   check_depth(depth);
   using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
-    case T::null: return none();
-    case T::boolean: return j.get<bool>();
-    case T::number_integer: return j.get<int64_t>();
+    case T::null:
+      return none();
+    case T::boolean:
+      return j.get<bool>();
+    case T::number_integer:
+      return j.get<int64_t>();
     case T::number_unsigned: {
       uint64_t u = j.get<uint64_t>();
       return u <= uint64_t(INT64_MAX) ? Value(int64_t(u)) : Value(double(u));
     }
-    case T::number_float: return j.get<double>();
-    case T::string: return j.get<std::string>();
+    case T::number_float:
+      return j.get<double>();
+    case T::string:
+      return j.get<std::string>();
     case T::array: {
       List items;
       for (const auto& e : j) items.push_back(from_json(e, depth + 1));
@@ -105,7 +110,8 @@ Value Value::from_json(const nlohmann::ordered_json& j, int depth) {
       for (const auto& [k, e] : j.items()) d.entries.emplace_back(k, from_json(e, depth + 1));
       return dict(std::move(d));
     }
-    default: throw EvalError("unsupported JSON value of type " + std::string(j.type_name()));
+    default:
+      throw EvalError("unsupported JSON value of type " + std::string(j.type_name()));
   }
 }
 
@@ -155,14 +161,21 @@ const Function& Value::as_function() const {
 bool Value::truthy() const {
   switch (kind()) {
     case Kind::Undefined:
-    case Kind::None: return false;
+    case Kind::None:
+      return false;
     case Kind::Bool:
-    case Kind::Int: return as_int() != 0;
-    case Kind::Float: return as_double() != 0.0;
-    case Kind::String: return !as_string().empty();
-    case Kind::List: return !as_list().empty();
-    case Kind::Dict: return !as_dict().entries.empty();
-    default: return true;
+    case Kind::Int:
+      return as_int() != 0;
+    case Kind::Float:
+      return as_double() != 0.0;
+    case Kind::String:
+      return !as_string().empty();
+    case Kind::List:
+      return !as_list().empty();
+    case Kind::Dict:
+      return !as_dict().entries.empty();
+    default:
+      return true;
   }
 }
 
@@ -207,10 +220,18 @@ std::string string_repr(const std::string& s) {
   std::string out(1, q);
   for (char c : s) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c == q) {
           out += '\\', out += c;
@@ -235,16 +256,26 @@ std::string json_string(const std::string& s, bool ensure_ascii) {
   };
   for (std::string_view c : utf8_chars(s)) {
     uint32_t cp = decode_utf8(c);
-    if (cp == '"') out += "\\\"";
-    else if (cp == '\\') out += "\\\\";
-    else if (cp == '\n') out += "\\n";
-    else if (cp == '\r') out += "\\r";
-    else if (cp == '\t') out += "\\t";
-    else if (cp == '\b') out += "\\b";
-    else if (cp == '\f') out += "\\f";
-    else if (cp < 0x20 || (ensure_ascii && cp >= 0x7f && cp < 0x10000)) u(cp);
-    else if (ensure_ascii && cp >= 0x10000) u(0xD800 + ((cp - 0x10000) >> 10)), u(0xDC00 + ((cp - 0x10000) & 0x3FF));
-    else out += c;
+    if (cp == '"')
+      out += "\\\"";
+    else if (cp == '\\')
+      out += "\\\\";
+    else if (cp == '\n')
+      out += "\\n";
+    else if (cp == '\r')
+      out += "\\r";
+    else if (cp == '\t')
+      out += "\\t";
+    else if (cp == '\b')
+      out += "\\b";
+    else if (cp == '\f')
+      out += "\\f";
+    else if (cp < 0x20 || (ensure_ascii && cp >= 0x7f && cp < 0x10000))
+      u(cp);
+    else if (ensure_ascii && cp >= 0x10000)
+      u(0xD800 + ((cp - 0x10000) >> 10)), u(0xDC00 + ((cp - 0x10000) & 0x3FF));
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -256,18 +287,29 @@ void dump_json(const Value& v, int indent, int level, bool sort_keys, bool ascii
   };
   const char* sep = indent >= 0 ? "," : ", ";
   switch (v.kind()) {
-    case Value::Kind::None: out += "null"; return;
-    case Value::Kind::Bool: out += v.as_int() ? "true" : "false"; return;
-    case Value::Kind::Int: out += std::to_string(v.as_int()); return;
+    case Value::Kind::None:
+      out += "null";
+      return;
+    case Value::Kind::Bool:
+      out += v.as_int() ? "true" : "false";
+      return;
+    case Value::Kind::Int:
+      out += std::to_string(v.as_int());
+      return;
     case Value::Kind::Float: {
       double d = v.as_double();
       out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
       return;
     }
-    case Value::Kind::String: out += json_string(v.as_string(), ascii); return;
+    case Value::Kind::String:
+      out += json_string(v.as_string(), ascii);
+      return;
     case Value::Kind::List: {
       const List& items = v.as_list();
-      if (items.empty()) { out += "[]"; return; }
+      if (items.empty()) {
+        out += "[]";
+        return;
+      }
       out += "[";
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += sep;
@@ -280,8 +322,12 @@ void dump_json(const Value& v, int indent, int level, bool sort_keys, bool ascii
     }
     case Value::Kind::Dict: {
       auto entries = v.as_dict().entries;
-      if (entries.empty()) { out += "{}"; return; }
-      if (sort_keys) std::stable_sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.first < b.first; });
+      if (entries.empty()) {
+        out += "{}";
+        return;
+      }
+      if (sort_keys)
+        std::stable_sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.first < b.first; });
       out += "{";
       for (size_t i = 0; i < entries.size(); ++i) {
         if (i) out += sep;
@@ -293,7 +339,8 @@ void dump_json(const Value& v, int indent, int level, bool sort_keys, bool ascii
       out += "}";
       return;
     }
-    default: throw EvalError("Object of type " + v.type_name() + " is not JSON serializable");
+    default:
+      throw EvalError("Object of type " + v.type_name() + " is not JSON serializable");
   }
 }
 
@@ -308,9 +355,12 @@ std::optional<size_t> normalize_index(int64_t i, size_t n) {
 
 std::string Value::str() const {
   switch (kind()) {
-    case Kind::Undefined: return "";
-    case Kind::String: return as_string();
-    default: return repr();
+    case Kind::Undefined:
+      return "";
+    case Kind::String:
+      return as_string();
+    default:
+      return repr();
   }
 }
 
@@ -319,12 +369,18 @@ std::string Value::repr() const { return repr(0); }
 std::string Value::repr(int depth) const {
   check_depth(depth);
   switch (kind()) {
-    case Kind::Undefined: return "";
-    case Kind::None: return "None";
-    case Kind::Bool: return as_int() ? "True" : "False";
-    case Kind::Int: return std::to_string(as_int());
-    case Kind::Float: return float_repr(as_double());
-    case Kind::String: return string_repr(as_string());
+    case Kind::Undefined:
+      return "";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return as_int() ? "True" : "False";
+    case Kind::Int:
+      return std::to_string(as_int());
+    case Kind::Float:
+      return float_repr(as_double());
+    case Kind::String:
+      return string_repr(as_string());
     case Kind::List: {
       std::string out = "[";
       for (const Value& e : as_list()) out += (out.size() > 1 ? ", " : "") + e.repr(depth + 1);
@@ -332,11 +388,14 @@ std::string Value::repr(int depth) const {
     }
     case Kind::Dict: {
       std::string out = "{";
-      for (const auto& [k, e] : as_dict().entries) out += (out.size() > 1 ? ", " : "") + string_repr(k) + ": " + e.repr(depth + 1);
+      for (const auto& [k, e] : as_dict().entries)
+        out += (out.size() > 1 ? ", " : "") + string_repr(k) + ": " + e.repr(depth + 1);
       return out + "}";
     }
-    case Kind::Namespace: return "<Namespace>";
-    case Kind::Function: return "<function>";
+    case Kind::Namespace:
+      return "<Namespace>";
+    case Kind::Function:
+      return "<function>";
   }
   return "";
 }
@@ -349,18 +408,25 @@ std::string Value::to_json(int indent, bool sort_keys, bool ensure_ascii) const 
 
 size_t Value::length() const {
   switch (kind()) {
-    case Kind::Undefined: return 0;
-    case Kind::String: return utf8_length(as_string());
-    case Kind::List: return as_list().size();
-    case Kind::Dict: return as_dict().entries.size();
-    default: throw EvalError("object of type '" + type_name() + "' has no len()");
+    case Kind::Undefined:
+      return 0;
+    case Kind::String:
+      return utf8_length(as_string());
+    case Kind::List:
+      return as_list().size();
+    case Kind::Dict:
+      return as_dict().entries.size();
+    default:
+      throw EvalError("object of type '" + type_name() + "' has no len()");
   }
 }
 
 List Value::elements() const {
   switch (kind()) {
-    case Kind::Undefined: return {};
-    case Kind::List: return as_list();
+    case Kind::Undefined:
+      return {};
+    case Kind::List:
+      return as_list();
     case Kind::Dict: {
       List keys;
       for (const auto& entry : as_dict().entries) keys.emplace_back(entry.first);
@@ -371,7 +437,8 @@ List Value::elements() const {
       for (std::string_view c : utf8_chars(as_string())) chars.emplace_back(std::string(c));
       return chars;
     }
-    default: throw EvalError("'" + type_name() + "' object is not iterable");
+    default:
+      throw EvalError("'" + type_name() + "' object is not iterable");
   }
 }
 
@@ -424,8 +491,10 @@ Value Value::slice(std::optional<int64_t> start, std::optional<int64_t> stop, st
   List items;
   std::string text;
   for (int64_t i = lo; stride > 0 ? i < hi : i > hi; i += stride) {
-    if (is_list()) items.push_back(as_list()[size_t(i)]);
-    else text += chars[size_t(i)];
+    if (is_list())
+      items.push_back(as_list()[size_t(i)]);
+    else
+      text += chars[size_t(i)];
   }
   return is_list() ? list(std::move(items)) : Value(std::move(text));
 }
@@ -442,8 +511,10 @@ bool Value::equal(const Value& a, const Value& b, int depth) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case K::Undefined:
-    case K::None: return true;
-    case K::String: return a.as_string() == b.as_string();
+    case K::None:
+      return true;
+    case K::String:
+      return a.as_string() == b.as_string();
     case K::List:
       return std::equal(a.as_list().begin(), a.as_list().end(), b.as_list().begin(), b.as_list().end(),
                         [&](const Value& x, const Value& y) { return equal(x, y, depth + 1); });
@@ -455,7 +526,8 @@ bool Value::equal(const Value& a, const Value& b, int depth) {
         return other && equal(*other, e.second, depth + 1);
       });
     }
-    default: return a.v_ == b.v_;  // namespaces and functions: identity
+    default:
+      return a.v_ == b.v_;  // namespaces and functions: identity
   }
 }
 
@@ -470,7 +542,8 @@ int Value::compare(const Value& a, const Value& b, int depth) {
     }
     return a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int() ? 1 : 0;
   }
-  if (a.is_string() && b.is_string()) return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
+  if (a.is_string() && b.is_string())
+    return a.as_string().compare(b.as_string()) < 0 ? -1 : a.as_string() == b.as_string() ? 0 : 1;
   if (a.is_list() && b.is_list()) {
     const List &x = a.as_list(), &y = b.as_list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i)
@@ -488,7 +561,10 @@ const Value* Dict::find(std::string_view key) const {
 
 void Dict::set(const std::string& key, Value v) {
   for (auto& [k, old] : entries)
-    if (k == key) { old = std::move(v); return; }
+    if (k == key) {
+      old = std::move(v);
+      return;
+    }
   entries.emplace_back(key, std::move(v));
 }
 
@@ -498,7 +574,6 @@ Value CallArgs::get(size_t index, std::string_view name, Value fallback) const {
     if (k == name) return v;
   return fallback;
 }
-
 
 std::vector<std::string_view> utf8_chars(std::string_view s) {
   std::vector<std::string_view> out;

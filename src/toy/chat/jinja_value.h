@@ -57,7 +57,11 @@ class Value {
   Value(double d) : v_(d) {}
   Value(std::string s) : v_(std::make_shared<const std::string>(std::move(s))) {}
   Value(const char* s) : Value(std::string(s)) {}
-  static Value none() { Value v; v.v_ = nullptr; return v; }
+  static Value none() {
+    Value v;
+    v.v_ = nullptr;
+    return v;
+  }
   static Value list(List items = {});
   static Value dict(Dict d);
   static Value ns(Dict attrs);
@@ -78,7 +82,7 @@ class Value {
   bool is_function() const { return kind() == Kind::Function; }
 
   // Accessors throw EvalError naming the actual type when the kind is wrong.
-  int64_t as_int() const;  // int or bool
+  int64_t as_int() const;    // int or bool
   double as_double() const;  // any number
   const std::string& as_string() const;
   const List& as_list() const;
@@ -94,8 +98,8 @@ class Value {
   std::string to_json(int indent = -1, bool sort_keys = false, bool ensure_ascii = false) const;
   std::string type_name() const;  // Python's name of the type, for error messages: "str", "NoneType"
 
-  size_t length() const;  // len(): code points of a str, items of a list/dict; undefined has 0
-  List elements() const;  // list(x): items of a list, keys of a dict, code points of a str
+  size_t length() const;                    // len(): code points of a str, items of a list/dict; undefined has 0
+  List elements() const;                    // list(x): items of a list, keys of a dict, code points of a str
   Value attr(std::string_view name) const;  // x.name; undefined when absent (also on undefined)
   Value item(const Value& key) const;       // x[key]; undefined when absent, negative indexes count back
   Value slice(std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step) const;
@@ -111,8 +115,9 @@ class Value {
   void release_children(std::vector<Value>& out);
 
   // Strings are shared too: copying a Value never copies text.
-  std::variant<std::monostate, std::nullptr_t, bool, int64_t, double, std::shared_ptr<const std::string>, std::shared_ptr<List>,
-               std::shared_ptr<Dict>, std::shared_ptr<Namespace>, std::shared_ptr<const Function>>
+  std::variant<std::monostate, std::nullptr_t, bool, int64_t, double, std::shared_ptr<const std::string>,
+               std::shared_ptr<List>, std::shared_ptr<Dict>, std::shared_ptr<Namespace>,
+               std::shared_ptr<const Function>>
       v_;
 };
 

@@ -10,15 +10,19 @@ namespace toy {
 
 DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx, DType kv_type)
     : model_(m),
-      cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head, kv_type) {}
+      cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head,
+             kv_type) {}
 
 void DecodeEngine::check_room(std::span<const int32_t> ids) const {
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   if (T == 0) throw std::invalid_argument("feed: no tokens");
   if (n_past_ + T > n_ctx())
-    throw std::length_error(std::to_string(n_past_ + T) + " tokens do not fit the context of " + std::to_string(n_ctx()));
+    throw std::length_error(std::to_string(n_past_ + T) + " tokens do not fit the context of " +
+                            std::to_string(n_ctx()));
   for (int32_t id : ids)
-    if (id < 0 || id >= V) throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+    if (id < 0 || id >= V)
+      throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(V) +
+                              ")");
 }
 
 Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
@@ -33,7 +37,8 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
 
 Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::span<const int32_t> ids) {
   const int64_t B = int64_t(engines.size());
-  if (B == 0 || ids.size() != engines.size()) throw std::invalid_argument("feed_batch: one token per engine, at least one engine");
+  if (B == 0 || ids.size() != engines.size())
+    throw std::invalid_argument("feed_batch: one token per engine, at least one engine");
   const Model& model = engines[0]->model_;
   Ctx ctx{.seqs = {}};
   for (int64_t b = 0; b < B; ++b) {
@@ -70,8 +75,10 @@ class Ranking {
   // The candidates in id order (every id when k ≥ V).
   std::vector<int32_t> by_id() const {
     std::vector<int32_t> ids = ids_;
-    if (ids.size() == better_.z.size()) std::iota(ids.begin(), ids.end(), 0);
-    else std::sort(ids.begin(), ids.end());
+    if (ids.size() == better_.z.size())
+      std::iota(ids.begin(), ids.end(), 0);
+    else
+      std::sort(ids.begin(), ids.end());
     return ids;
   }
   int32_t operator[](size_t i) {  // the i-th best
@@ -86,7 +93,9 @@ class Ranking {
  private:
   struct Better {
     const std::vector<float>& z;
-    bool operator()(int32_t a, int32_t b) const { return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b); }
+    bool operator()(int32_t a, int32_t b) const {
+      return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
+    }
   };
   // Sorts at least the n best: the next chunk (doubling) is selected from the rest, then sorted.
   void sort_to(size_t n) {
@@ -131,12 +140,18 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   size_t keep = rank.size();
   if (c_.min_p > 0)
     for (size_t i = 1; i < keep; ++i)
-      if (p(i) < c_.min_p * p(0)) { keep = i; break; }
+      if (p(i) < c_.min_p * p(0)) {
+        keep = i;
+        break;
+      }
   if (c_.top_p < 1.0f) {
     double mass = 0;
     for (size_t i = 0; i < keep; ++i) {
       mass += p(i);
-      if (mass >= c_.top_p) { keep = i + 1; break; }
+      if (mass >= c_.top_p) {
+        keep = i + 1;
+        break;
+      }
     }
   }
   std::vector<int32_t> kept_ids = candidates;  // in id order, like the total

@@ -18,7 +18,9 @@ double log_sum_exp(std::span<const float> z) {
 
 double token_logprob(std::span<const float> z, int32_t id) { return double(z[size_t(id)]) - log_sum_exp(z); }
 
-std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> z, int k) { return top_logprobs(z, k, log_sum_exp(z)); }
+std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> z, int k) {
+  return top_logprobs(z, k, log_sum_exp(z));
+}
 
 std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> z, int k, double lse) {
   std::vector<std::pair<int32_t, double>> r;
@@ -35,12 +37,15 @@ std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> z, i
 
 std::vector<TokenScore> score_logits(const Tensor& logits, std::span<const int32_t> ids, int top_k) {
   auto [T, V] = logits.dims<2>("score_logits: logits");
-  if (size_t(T) != ids.size()) throw std::invalid_argument("score_logits: " + std::to_string(T) + " rows for " + std::to_string(ids.size()) + " ids");
+  if (size_t(T) != ids.size())
+    throw std::invalid_argument("score_logits: " + std::to_string(T) + " rows for " + std::to_string(ids.size()) +
+                                " ids");
   std::vector<TokenScore> out;
   for (size_t t = 0; t + 1 < ids.size(); ++t) {
     std::span<const float> row(logits.data() + int64_t(t) * V, size_t(V));  // predicts ids[t + 1]
     const double lse = log_sum_exp(row);
-    out.push_back({.id = ids[t + 1], .logprob = double(row[size_t(ids[t + 1])]) - lse, .top = top_logprobs(row, top_k, lse)});
+    out.push_back(
+        {.id = ids[t + 1], .logprob = double(row[size_t(ids[t + 1])]) - lse, .top = top_logprobs(row, top_k, lse)});
   }
   return out;
 }
@@ -81,10 +86,11 @@ PerplexityResult finish(const NllSum& s, PerplexityResult r) {
 PerplexityResult chunked(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
   const int64_t N = int64_t(tokens.size()), n_ctx = o.n_ctx;
   int64_t n_chunk = N / n_ctx;
-  if (n_ctx < 3) throw std::invalid_argument("perplexity: chunks of fewer than 3 tokens score nothing (use a larger --ctx)");
+  if (n_ctx < 3)
+    throw std::invalid_argument("perplexity: chunks of fewer than 3 tokens score nothing (use a larger --ctx)");
   if (n_chunk == 0)
-    throw std::invalid_argument("perplexity: " + std::to_string(N) + " tokens are fewer than one chunk of " + std::to_string(n_ctx) +
-                                " (use a smaller --ctx)");
+    throw std::invalid_argument("perplexity: " + std::to_string(N) + " tokens are fewer than one chunk of " +
+                                std::to_string(n_ctx) + " (use a smaller --ctx)");
   if (o.max_windows > 0) n_chunk = std::min(n_chunk, o.max_windows);
   DecodeEngine engine(model, n_ctx, o.kv_type);
   const size_t V = size_t(model.config().n_vocab);
@@ -141,7 +147,8 @@ PerplexityResult strided(const Model& model, std::span<const int32_t> tokens, co
 PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
   if (o.n_ctx < 2) throw std::invalid_argument("perplexity: the context must be at least 2 tokens");
   if (o.stride < 0 || o.stride > o.n_ctx)
-    throw std::invalid_argument("perplexity: the stride must be between 1 and the context (" + std::to_string(o.n_ctx) + ")");
+    throw std::invalid_argument("perplexity: the stride must be between 1 and the context (" + std::to_string(o.n_ctx) +
+                                ")");
   return o.stride == 0 ? chunked(model, tokens, o) : strided(model, tokens, o);
 }
 

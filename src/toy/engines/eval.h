@@ -39,8 +39,8 @@ std::vector<std::pair<int32_t, double>> top_logprobs(std::span<const float> logi
 // One scored token: how likely the model found it given everything before it.
 struct TokenScore {
   int32_t id = 0;
-  double logprob = 0;                              // log p(id | tokens before it)
-  std::vector<std::pair<int32_t, double>> top;     // the top-k alternatives at this position
+  double logprob = 0;                           // log p(id | tokens before it)
+  std::vector<std::pair<int32_t, double>> top;  // the top-k alternatives at this position
 };
 
 // Scores ids[1 …] from the logits of ids ([T, n_vocab], row t predicts ids[t + 1]).
@@ -51,21 +51,21 @@ std::vector<TokenScore> score_logits(const Tensor& logits, std::span<const int32
 std::vector<TokenScore> score_tokens(DecodeEngine& engine, std::span<const int32_t> ids, int top_k);
 
 struct PerplexityOptions {
-  int64_t n_ctx = 512;       // tokens per window (llama.cpp's default -c 512)
-  int64_t stride = 0;        // 0: llama.cpp chunks; > 0: strided sliding window (≤ n_ctx)
-  int32_t bos = -1;          // chunk mode: replaces each chunk's first token (−1: no replacement)
-  int64_t max_windows = 0;   // 0: all; else stop after this many chunks/windows (llama.cpp --chunks)
+  int64_t n_ctx = 512;         // tokens per window (llama.cpp's default -c 512)
+  int64_t stride = 0;          // 0: llama.cpp chunks; > 0: strided sliding window (≤ n_ctx)
+  int32_t bos = -1;            // chunk mode: replaces each chunk's first token (−1: no replacement)
+  int64_t max_windows = 0;     // 0: all; else stop after this many chunks/windows (llama.cpp --chunks)
   DType kv_type = DType::F32;  // the KV cache's dtype (F32 or F16)
   std::function<void(int64_t done, int64_t total)> progress;  // after every window
 };
 
 struct PerplexityResult {
-  int64_t n_tokens = 0;      // tokens in the input
-  int64_t n_scored = 0;      // tokens whose log-probability entered the mean
-  int64_t n_windows = 0;     // forward passes of at most n_ctx tokens
-  double nll = 0;            // mean negative log-likelihood of the scored tokens (nats)
-  double ppl = 0;            // exp(nll)
-  double ppl_stderr = 0;     // llama.cpp's uncertainty estimate: ppl · sqrt(var(nll_i) / (n − 1))
+  int64_t n_tokens = 0;            // tokens in the input
+  int64_t n_scored = 0;            // tokens whose log-probability entered the mean
+  int64_t n_windows = 0;           // forward passes of at most n_ctx tokens
+  double nll = 0;                  // mean negative log-likelihood of the scored tokens (nats)
+  double ppl = 0;                  // exp(nll)
+  double ppl_stderr = 0;           // llama.cpp's uncertainty estimate: ppl · sqrt(var(nll_i) / (n − 1))
   std::vector<double> window_ppl;  // running perplexity after each window (llama.cpp's "[i]ppl" list)
 };
 

@@ -12,15 +12,15 @@
 namespace toy {
 
 struct GenerateResult {
-  std::vector<int32_t> tokens;      // generated ids (an end-of-generation token is not included)
+  std::vector<int32_t> tokens;  // generated ids (an end-of-generation token is not included)
   double prompt_seconds = 0, generate_seconds = 0;
   int64_t prompt_tokens = 0;
-  std::string finish_reason;        // "stop" (end-of-generation token or callback), "length"
+  std::string finish_reason;  // "stop" (end-of-generation token or callback), "length"
 };
 
 struct GenerateHooks {
-  std::function<bool(int32_t)> is_eog;        // ends generation without emitting the token
-  std::function<bool(int32_t)> on_token;      // called per generated token; false stops ("stop")
+  std::function<bool(int32_t)> is_eog;    // ends generation without emitting the token
+  std::function<bool(int32_t)> on_token;  // called per generated token; false stops ("stop")
 };
 
 // Feeds `prompt` as one batch at the engine's current position, then samples up to

@@ -61,7 +61,8 @@ void AdamW::load(const gguf::GgufFile& f) {
   auto read = [&](const std::string& name, Tensor& dst) {
     const gguf::TensorInfo* ti = f.find_tensor(name);
     if (!ti || ti->shape != dst.shape() || ti->dtype != DType::F32)
-      throw gguf::GgufError(f.path() + ": optimizer state '" + name + "' is missing or is not F32 " + to_string(dst.shape()));
+      throw gguf::GgufError(f.path() + ": optimizer state '" + name + "' is missing or is not F32 " +
+                            to_string(dst.shape()));
     std::memcpy(dst.data_mut(), f.tensor_data(*ti), dst.nbytes());
   };
   for (size_t i = 0; i < params_.size(); ++i) {

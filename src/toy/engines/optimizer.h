@@ -24,7 +24,7 @@ struct AdamWConfig {
   float beta1 = 0.9f;
   float beta2 = 0.95f;
   float eps = 1e-8f;
-  float weight_decay = 0.1f;   // decoupled; applied to 2-D parameters only
+  float weight_decay = 0.1f;  // decoupled; applied to 2-D parameters only
 };
 
 class AdamW {
@@ -60,10 +60,10 @@ class AdamW {
 enum class ScheduleKind { Constant, Cosine };
 struct Schedule {
   ScheduleKind kind = ScheduleKind::Cosine;
-  float lr = 1e-3f;             // peak learning rate
-  int64_t warmup = 0;           // steps of linear warm-up
-  int64_t total = 1;            // steps of the run (the cosine reaches min_lr here)
-  float min_lr_ratio = 0.1f;    // cosine floor as a fraction of lr
+  float lr = 1e-3f;           // peak learning rate
+  int64_t warmup = 0;         // steps of linear warm-up
+  int64_t total = 1;          // steps of the run (the cosine reaches min_lr here)
+  float min_lr_ratio = 0.1f;  // cosine floor as a fraction of lr
 };
 float lr_at(const Schedule& s, int64_t step);
 

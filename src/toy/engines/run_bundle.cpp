@@ -29,7 +29,8 @@ void write_file_atomic(const std::string& path, std::string_view text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  const bool ok =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
   std::fclose(f);
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
@@ -54,7 +55,8 @@ std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir
     const std::string name = e.path().filename().string();
     long long step = -1;
     int used = 0;
-    if (std::sscanf(name.c_str(), "step-%lld.gguf%n", &step, &used) != 1 || size_t(used) != name.size() || step < 0) continue;
+    if (std::sscanf(name.c_str(), "step-%lld.gguf%n", &step, &used) != 1 || size_t(used) != name.size() || step < 0)
+      continue;
     Checkpoint c{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
     if (fs::exists(c.optimizer) && (!best || step > best->step)) best = c;
   }
@@ -87,7 +89,8 @@ std::string num(double v) {
 
 std::string label(double v, double tick) {
   char b[32];
-  if (std::abs(v) >= 1e5) std::snprintf(b, sizeof b, "%.3g", v);
+  if (std::abs(v) >= 1e5)
+    std::snprintf(b, sizeof b, "%.3g", v);
   else {
     const int digits = tick >= 1 ? 0 : int(std::ceil(-std::log10(tick) - 1e-9));
     std::snprintf(b, sizeof b, "%.*f", digits, v);
@@ -97,7 +100,8 @@ std::string label(double v, double tick) {
 
 std::string xml_escape(std::string_view s) {
   std::string r;
-  for (char c : s) r += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : std::string(1, c);
+  for (char c : s)
+    r += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;" : std::string(1, c);
   return r;
 }
 
@@ -129,7 +133,8 @@ std::vector<CurvePoint> smooth(std::span<const CurvePoint> p, size_t half) {
 
 }  // namespace
 
-std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const CurvePoint> eval_in, std::string_view title) {
+std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const CurvePoint> eval_in,
+                     std::string_view title) {
   auto finite = [](std::span<const CurvePoint> in) {
     std::vector<CurvePoint> r;
     for (const CurvePoint& c : in)
@@ -138,11 +143,12 @@ std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const Curve
   };
   const std::vector<CurvePoint> train = finite(train_in), eval = finite(eval_in);
   constexpr double W = 800, H = 480, L = 72, R = 24, T = 44, B = 56;  // canvas and margins
-  constexpr double px0 = L, px1 = W - R, py0 = T, py1 = H - B;         // plot area
+  constexpr double px0 = L, px1 = W - R, py0 = T, py1 = H - B;        // plot area
 
   double xmax = 1, ylo = INFINITY, yhi = -INFINITY;
   for (const auto* s : {&train, &eval})
-    for (const CurvePoint& c : *s) xmax = std::max(xmax, c.step), ylo = std::min(ylo, c.loss), yhi = std::max(yhi, c.loss);
+    for (const CurvePoint& c : *s)
+      xmax = std::max(xmax, c.step), ylo = std::min(ylo, c.loss), yhi = std::max(yhi, c.loss);
   if (!std::isfinite(ylo)) ylo = 0, yhi = 1;
   const double pad = std::max(0.05 * (yhi - ylo), 1e-3);
   Axis ax = nice_axis(0, xmax, 8), ay = nice_axis(ylo - pad, yhi + pad, 6);
@@ -155,21 +161,26 @@ std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const Curve
   s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"800\" height=\"480\" viewBox=\"0 0 800 480\" "
        "font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"800\" height=\"480\" fill=\"white\"/>\n";
-  s += "<text x=\"" + num(W / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
+  s += "<text x=\"" + num(W / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(title) +
+       "</text>\n";
   // Grid, ticks and tick labels.
   for (double v = std::ceil(ax.lo / ax.tick) * ax.tick; v <= ax.hi + 1e-9 * ax.tick; v += ax.tick) {
     s += "<line x1=\"" + num(X(v)) + "\" y1=\"" + num(py0) + "\" x2=\"" + num(X(v)) + "\" y2=\"" + num(py1 + 5) +
          "\" stroke=\"#e5e5e5\"/>\n";
-    s += "<text x=\"" + num(X(v)) + "\" y=\"" + num(py1 + 20) + "\" text-anchor=\"middle\">" + label(v, ax.tick) + "</text>\n";
+    s += "<text x=\"" + num(X(v)) + "\" y=\"" + num(py1 + 20) + "\" text-anchor=\"middle\">" + label(v, ax.tick) +
+         "</text>\n";
   }
   for (double v = ay.lo; v <= ay.hi + 1e-9 * ay.tick; v += ay.tick) {
     s += "<line x1=\"" + num(px0 - 5) + "\" y1=\"" + num(Y(v)) + "\" x2=\"" + num(px1) + "\" y2=\"" + num(Y(v)) +
          "\" stroke=\"#e5e5e5\"/>\n";
-    s += "<text x=\"" + num(px0 - 9) + "\" y=\"" + num(Y(v) + 4) + "\" text-anchor=\"end\">" + label(v, ay.tick) + "</text>\n";
+    s += "<text x=\"" + num(px0 - 9) + "\" y=\"" + num(Y(v) + 4) + "\" text-anchor=\"end\">" + label(v, ay.tick) +
+         "</text>\n";
   }
   // Axes and their labels.
-  s += "<line x1=\"" + num(px0) + "\" y1=\"" + num(py1) + "\" x2=\"" + num(px1) + "\" y2=\"" + num(py1) + "\" stroke=\"black\"/>\n";
-  s += "<line x1=\"" + num(px0) + "\" y1=\"" + num(py0) + "\" x2=\"" + num(px0) + "\" y2=\"" + num(py1) + "\" stroke=\"black\"/>\n";
+  s += "<line x1=\"" + num(px0) + "\" y1=\"" + num(py1) + "\" x2=\"" + num(px1) + "\" y2=\"" + num(py1) +
+       "\" stroke=\"black\"/>\n";
+  s += "<line x1=\"" + num(px0) + "\" y1=\"" + num(py0) + "\" x2=\"" + num(px0) + "\" y2=\"" + num(py1) +
+       "\" stroke=\"black\"/>\n";
   s += "<text x=\"" + num((px0 + px1) / 2) + "\" y=\"" + num(H - 14) + "\" text-anchor=\"middle\">step</text>\n";
   s += "<text x=\"18\" y=\"" + num((py0 + py1) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " +
        num((py0 + py1) / 2) + ")\">loss (cross-entropy, nats/token)</text>\n";
@@ -193,10 +204,11 @@ std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const Curve
        "\" fill=\"white\" stroke=\"#bbbbbb\"/>\n";
   s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 14) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(ly + 14) +
        "\" stroke=\"#1f5fa8\" stroke-width=\"2\"/>\n";
-  s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 18) + "\">train loss (" + std::to_string(train.size()) + " steps)</text>\n";
+  s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 18) + "\">train loss (" + std::to_string(train.size()) +
+       " steps)</text>\n";
   if (!eval.empty()) {
-    s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 32) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(ly + 32) +
-         "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
+    s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 32) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" +
+         num(ly + 32) + "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
     s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 36) + "\">eval loss (held out)</text>\n";
   }
   s += "</svg>\n";

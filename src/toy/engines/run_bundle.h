@@ -26,9 +26,9 @@ std::string new_run_id(std::string_view recipe);
 void write_file_atomic(const std::string& path, std::string_view text);
 
 struct Checkpoint {
-  int64_t step = 0;          // updates done
-  std::string model;         // weights/step-N.gguf
-  std::string optimizer;     // weights/step-N.optim.gguf (may not exist for old checkpoints)
+  int64_t step = 0;       // updates done
+  std::string model;      // weights/step-N.gguf
+  std::string optimizer;  // weights/step-N.optim.gguf (may not exist for old checkpoints)
 };
 std::string checkpoint_model_path(const std::string& run_dir, int64_t step);
 std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step);

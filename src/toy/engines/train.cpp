@@ -8,8 +8,8 @@ namespace toy {
 
 Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T) {
   if (B <= 0 || T <= 0 || int64_t(ids.size()) != B * (T + 1))
-    throw ShapeError("make_batch: " + std::to_string(ids.size()) + " ids for B = " + std::to_string(B) + " sequences of T + 1 = " +
-                     std::to_string(T + 1));
+    throw ShapeError("make_batch: " + std::to_string(ids.size()) + " ids for B = " + std::to_string(B) +
+                     " sequences of T + 1 = " + std::to_string(T + 1));
   std::vector<int32_t> in(size_t(B * T)), out(size_t(B * T));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {
@@ -37,8 +37,8 @@ Tensor TrainEngine::loss_of(const Batch& b) const {
   if (b.targets.shape() != Shape{B * T})
     throw ShapeError("train: targets " + to_string(b.targets.shape()) + " for tokens " + to_string(b.tokens.shape()));
   const int64_t V = m_.config().n_vocab;
-  Tensor logits = m_.forward(b.tokens, Ctx{});  // [B, T, V]
-  return cross_entropy(logits.reshape({B * T, V}), b.targets);          // scalar
+  Tensor logits = m_.forward(b.tokens, Ctx{});                  // [B, T, V]
+  return cross_entropy(logits.reshape({B * T, V}), b.targets);  // scalar
 }
 
 double TrainEngine::forward_backward(const Batch& b) {

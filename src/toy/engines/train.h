@@ -28,8 +28,8 @@ class Tokenizer;
 
 // One batch: inputs and the token each input position must predict.
 struct Batch {
-  Tensor tokens;    // I32 [B, T]
-  Tensor targets;   // I32 [B·T], targets[b·T + t] follows tokens[b, t]
+  Tensor tokens;   // I32 [B, T]
+  Tensor targets;  // I32 [B·T], targets[b·T + t] follows tokens[b, t]
 };
 
 // B sequences of T + 1 ids laid end to end (ids.size() == B·(T + 1)): sequence i is
@@ -37,16 +37,16 @@ struct Batch {
 Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T);
 
 struct TrainConfig {
-  Schedule schedule;    // learning rate: peak, warm-up, cosine or constant
-  AdamWConfig adamw;    // betas, eps, weight decay
-  float clip = 1.0f;    // max global gradient norm; 0 disables clipping
+  Schedule schedule;  // learning rate: peak, warm-up, cosine or constant
+  AdamWConfig adamw;  // betas, eps, weight decay
+  float clip = 1.0f;  // max global gradient norm; 0 disables clipping
 };
 
 struct StepResult {
-  double loss = 0;        // of this step's forward pass, before its update
-  double grad_norm = 0;   // global L2 norm of the gradient, before clipping
-  float lr = 0;           // learning rate used by the update
-  float clip_scale = 1;   // factor the gradient was scaled by (1: not clipped)
+  double loss = 0;       // of this step's forward pass, before its update
+  double grad_norm = 0;  // global L2 norm of the gradient, before clipping
+  float lr = 0;          // learning rate used by the update
+  float clip_scale = 1;  // factor the gradient was scaled by (1: not clipped)
 };
 
 // Replaces every parameter of `m` by an owned F32 copy that requires grad (mapped, F16 or

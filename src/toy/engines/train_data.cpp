@@ -19,7 +19,8 @@ std::string read_file(const std::string& path) {
 IdBlocks IdBlocks::read(const std::string& path, int64_t n_vocab) {
   const std::string bytes = read_file(path);
   if (bytes.empty()) throw DataError(path + ": the token-id file is empty");
-  if (bytes.size() % 4) throw DataError(path + ": " + std::to_string(bytes.size()) + " bytes is not a whole number of int32 ids");
+  if (bytes.size() % 4)
+    throw DataError(path + ": " + std::to_string(bytes.size()) + " bytes is not a whole number of int32 ids");
   std::vector<int32_t> ids(bytes.size() / 4);
   for (size_t i = 0; i < ids.size(); ++i) {  // little-endian, whatever the host
     const auto* p = reinterpret_cast<const unsigned char*>(bytes.data() + 4 * i);
@@ -47,8 +48,9 @@ TokenSplit TokenSplit::make(std::vector<int32_t> tokens, double held_out_fractio
   const int64_t n = int64_t(tokens.size());
   const int64_t n_held = held_out_fraction > 0 ? std::max<int64_t>(T + 1, int64_t(double(n) * held_out_fraction)) : 0;
   if (n - n_held < T + 1)
-    throw DataError("the corpus has " + std::to_string(n) + " tokens: too few for a training window of context + 1 = " +
-                    std::to_string(T + 1) + (n_held ? " tokens plus a held-out part of " + std::to_string(n_held) : std::string(" tokens")));
+    throw DataError("the corpus has " + std::to_string(n) +
+                    " tokens: too few for a training window of context + 1 = " + std::to_string(T + 1) +
+                    (n_held ? " tokens plus a held-out part of " + std::to_string(n_held) : std::string(" tokens")));
   TokenSplit s;
   s.held_out.assign(tokens.end() - n_held, tokens.end());
   tokens.resize(size_t(n - n_held));

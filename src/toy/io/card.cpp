@@ -30,26 +30,34 @@ namespace {
 
 const std::map<std::string, ValueType>& type_names() {
   static const std::map<std::string, ValueType> m = {
-      {"u8", ValueType::U8},   {"i8", ValueType::I8},   {"u16", ValueType::U16}, {"i16", ValueType::I16},
-      {"u32", ValueType::U32}, {"i32", ValueType::I32}, {"u64", ValueType::U64}, {"i64", ValueType::I64},
+      {"u8", ValueType::U8},   {"i8", ValueType::I8},   {"u16", ValueType::U16},   {"i16", ValueType::I16},
+      {"u32", ValueType::U32}, {"i32", ValueType::I32}, {"u64", ValueType::U64},   {"i64", ValueType::I64},
       {"f32", ValueType::F32}, {"f64", ValueType::F64}, {"bool", ValueType::BOOL}, {"string", ValueType::STRING}};
   return m;
 }
 
-bool is_signed(ValueType t) { return t == ValueType::I8 || t == ValueType::I16 || t == ValueType::I32 || t == ValueType::I64; }
+bool is_signed(ValueType t) {
+  return t == ValueType::I8 || t == ValueType::I16 || t == ValueType::I32 || t == ValueType::I64;
+}
 
 std::string scalar_literal(const Value& v) {
   switch (v.type) {
-    case ValueType::STRING: return nlohmann::json(std::string(v.s)).dump();
-    case ValueType::BOOL: return v.b ? "true" : "false";
-    case ValueType::F32: return short_float(v.f, true);
-    case ValueType::F64: return short_float(v.f, false);
-    default: return is_signed(v.type) ? std::to_string(v.i) : std::to_string(v.u);
+    case ValueType::STRING:
+      return nlohmann::json(std::string(v.s)).dump();
+    case ValueType::BOOL:
+      return v.b ? "true" : "false";
+    case ValueType::F32:
+      return short_float(v.f, true);
+    case ValueType::F64:
+      return short_float(v.f, false);
+    default:
+      return is_signed(v.type) ? std::to_string(v.i) : std::to_string(v.u);
   }
 }
 
 std::string type_text(const Value& v) {
-  return v.type == ValueType::ARRAY ? "[" + std::string(gguf::type_name(v.elem)) + "]" : std::string(gguf::type_name(v.type));
+  return v.type == ValueType::ARRAY ? "[" + std::string(gguf::type_name(v.elem)) + "]"
+                                    : std::string(gguf::type_name(v.type));
 }
 
 std::string literal(const Value& v) {
@@ -72,22 +80,28 @@ Value scalar_from(const nlohmann::json& j, ValueType t, const std::string& text)
       if (!j.is_boolean()) throw bad();
       v.b = j.get<bool>();
       return v;
-    case ValueType::F32: case ValueType::F64:
+    case ValueType::F32:
+    case ValueType::F64:
       if (!j.is_number()) throw bad();
       v.f = j.get<double>();
       if (t == ValueType::F32) v.f = double(float(v.f));
       return v;
     default: {
       if (!j.is_number_integer()) throw bad();
-      const int bits = int(8 * (t == ValueType::U8 || t == ValueType::I8 ? 1 : t == ValueType::U16 || t == ValueType::I16 ? 2
-                                : t == ValueType::U32 || t == ValueType::I32 ? 4 : 8));
+      const int bits = int(8 * (t == ValueType::U8 || t == ValueType::I8     ? 1
+                                : t == ValueType::U16 || t == ValueType::I16 ? 2
+                                : t == ValueType::U32 || t == ValueType::I32 ? 4
+                                                                             : 8));
       if (is_signed(t)) {
         v.i = j.get<int64_t>();
         if (bits < 64 && (v.i < -(int64_t(1) << (bits - 1)) || v.i >= (int64_t(1) << (bits - 1)))) throw bad();
       } else {
-        if (j.is_number_unsigned()) v.u = j.get<uint64_t>();
-        else if (j.get<int64_t>() < 0) throw bad();
-        else v.u = uint64_t(j.get<int64_t>());
+        if (j.is_number_unsigned())
+          v.u = j.get<uint64_t>();
+        else if (j.get<int64_t>() < 0)
+          throw bad();
+        else
+          v.u = uint64_t(j.get<int64_t>());
         if (bits < 64 && v.u >> bits) throw bad();
       }
       return v;
@@ -108,7 +122,8 @@ Value value_from(const std::string& type, const std::string& text) {
   const bool array = type.size() > 2 && type.front() == '[' && type.back() == ']';
   const std::string elem = array ? type.substr(1, type.size() - 2) : type;
   auto it = type_names().find(elem);
-  if (it == type_names().end()) throw CardError("unknown type '" + type + "' (u8 … i64, f32, f64, bool, string, or [type])");
+  if (it == type_names().end())
+    throw CardError("unknown type '" + type + "' (u8 … i64, f32, f64, bool, string, or [type])");
   const bool fl = it->second == ValueType::F32 || it->second == ValueType::F64;
   nlohmann::json j;
   try {
@@ -163,9 +178,12 @@ Card from_gguf(const gguf::GgufFile& f) {
     if (keep) c.meta.emplace_back(k, v);
   }
   const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (embd && !embd->shape.empty()) c.n_vocab = embd->shape[0];
-  else if (auto n = f.opt_int(c.arch + ".vocab_size")) c.n_vocab = *n;
-  else c.n_vocab = int64_t(f.get_strings("tokenizer.ggml.tokens").size());
+  if (embd && !embd->shape.empty())
+    c.n_vocab = embd->shape[0];
+  else if (auto n = f.opt_int(c.arch + ".vocab_size"))
+    c.n_vocab = *n;
+  else
+    c.n_vocab = int64_t(f.get_strings("tokenizer.ggml.tokens").size());
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   if (const gguf::TensorInfo* rf = f.find_tensor("rope_freqs.weight")) c.rope_freqs = f.tensor(*rf).to_vector();
   if (auto ft = f.opt_int("general.file_type")) c.source_dtype = hub::file_type_name(*ft);
@@ -177,10 +195,11 @@ std::string render(const Card& c) {
   const Dims d = dims_of(c);
   const Value* name = c.find("general.name");
   std::string s = "# Algorithm card: " + (name ? std::string(name->s) : c.arch) + "\n\n";
-  s += "The `" + c.arch + "` architecture (Hugging Face `" + facts_of(c).hf_class + "`) with this file's hyper-parameters: " +
-       std::to_string(d.n_layer) + " layers, d_model " + std::to_string(d.d_model) + ", " + std::to_string(d.n_head) +
-       " query heads" + (d.n_kv_head != d.n_head ? " sharing " + std::to_string(d.n_kv_head) + " key/value heads" : "") +
-       " of size " + std::to_string(d.d_head) + ", " + std::to_string(parameter_count(c)) + " parameters" +
+  s += "The `" + c.arch + "` architecture (Hugging Face `" + facts_of(c).hf_class +
+       "`) with this file's hyper-parameters: " + std::to_string(d.n_layer) + " layers, d_model " +
+       std::to_string(d.d_model) + ", " + std::to_string(d.n_head) + " query heads" +
+       (d.n_kv_head != d.n_head ? " sharing " + std::to_string(d.n_kv_head) + " key/value heads" : "") + " of size " +
+       std::to_string(d.d_head) + ", " + std::to_string(parameter_count(c)) + " parameters" +
        (c.source_dtype.empty() ? "" : " (stored as " + c.source_dtype + ")") + ".\n\n";
   s += "Pseudocode in the style of Phuong & Hutter, *Formal Algorithms for Transformers* (arXiv:2207.09238), "
        "with two changes of convention: indices start at 0, and matrices are stored as in PyTorch and GGUF "
@@ -225,8 +244,10 @@ Card parse(std::string_view text, const std::string& label) {
     }
     pos = end + 1;
   }
-  if (!in_block) throw CardError(label + ": no ```toy-card block (is this an algorithm card? see `toy describe MODEL --card`)");
-  if (!found) throw CardError(label + ": the ```toy-card block opened on line " + std::to_string(start_line) + " is not closed");
+  if (!in_block)
+    throw CardError(label + ": no ```toy-card block (is this an algorithm card? see `toy describe MODEL --card`)");
+  if (!found)
+    throw CardError(label + ": the ```toy-card block opened on line " + std::to_string(start_line) + " is not closed");
 
   Card c;
   bool have_vocab = false, have_tied = false;
@@ -234,7 +255,8 @@ Card parse(std::string_view text, const std::string& label) {
     if (line.empty() || line[0] == '#') continue;
     auto fail = [&, n = no](const std::string& why) { return CardError(label + ":" + std::to_string(n) + ": " + why); };
     const size_t colon = line.find(':'), eq = line.find('=');
-    if (colon == std::string::npos || eq == std::string::npos || eq < colon) throw fail("expected 'key: type = value', got '" + line + "'");
+    if (colon == std::string::npos || eq == std::string::npos || eq < colon)
+      throw fail("expected 'key: type = value', got '" + line + "'");
     const std::string key = trim(std::string_view(line).substr(0, colon));
     const std::string type = trim(std::string_view(line).substr(colon + 1, eq - colon - 1));
     const std::string val = trim(std::string_view(line).substr(eq + 1));
@@ -247,12 +269,19 @@ Card parse(std::string_view text, const std::string& label) {
     }
     if (c.find(key) || (key == "card.n_vocab" && have_vocab)) throw fail("duplicate key " + key);
     if (key.rfind("card.", 0) == 0) {
-      if (key == "card.n_vocab" && v.is_integer()) { c.n_vocab = v.as_int(); have_vocab = true; }
-      else if (key == "card.tied_output" && v.type == ValueType::BOOL) { c.tied_output = v.b; have_tied = true; }
-      else if (key == "card.rope_freqs" && v.type == ValueType::ARRAY && v.elem == ValueType::F32)
+      if (key == "card.n_vocab" && v.is_integer()) {
+        c.n_vocab = v.as_int();
+        have_vocab = true;
+      } else if (key == "card.tied_output" && v.type == ValueType::BOOL) {
+        c.tied_output = v.b;
+        have_tied = true;
+      } else if (key == "card.rope_freqs" && v.type == ValueType::ARRAY && v.elem == ValueType::F32)
         for (size_t k = 0; k < v.size(); ++k) c.rope_freqs.push_back(float(v.at(k).f));
-      else if (key == "card.source_dtype" && v.type == ValueType::STRING) c.source_dtype = std::string(v.s);
-      else throw fail("unknown or mistyped card key " + key + " (card.n_vocab: u32, card.tied_output: bool, card.rope_freqs: [f32], card.source_dtype: string)");
+      else if (key == "card.source_dtype" && v.type == ValueType::STRING)
+        c.source_dtype = std::string(v.s);
+      else
+        throw fail("unknown or mistyped card key " + key +
+                   " (card.n_vocab: u32, card.tied_output: bool, card.rope_freqs: [f32], card.source_dtype: string)");
       continue;
     }
     if (key == "general.architecture") {
@@ -262,7 +291,8 @@ Card parse(std::string_view text, const std::string& label) {
     c.meta.emplace_back(key, std::move(v));
   }
   if (c.arch.empty()) throw CardError(label + ": the toy-card block has no general.architecture");
-  if (!have_vocab || c.n_vocab <= 0 || c.n_vocab > (int64_t(1) << 24)) throw CardError(label + ": card.n_vocab is missing or out of range");
+  if (!have_vocab || c.n_vocab <= 0 || c.n_vocab > (int64_t(1) << 24))
+    throw CardError(label + ": card.n_vocab is missing or out of range");
   if (!have_tied) throw CardError(label + ": card.tied_output is missing");
   try {
     facts_of(c);
@@ -334,12 +364,23 @@ void write_model(const Card& c, const std::string& path, uint64_t seed) {
   for (int64_t i = 0; i < c.n_vocab; ++i) {
     char buf[32];
     int32_t type = 5;
-    if (i == 0) { std::snprintf(buf, sizeof buf, "<unk>"); type = 2; }
-    else if (i == 1) { std::snprintf(buf, sizeof buf, "<s>"); type = 3; }
-    else if (i == 2) { std::snprintf(buf, sizeof buf, "</s>"); type = 3; }
-    else if (i < 259) { std::snprintf(buf, sizeof buf, "<0x%02X>", unsigned(i - 3)); type = 6; }
-    else if (i == 259) { std::snprintf(buf, sizeof buf, "\xe2\x96\x81"); type = 1; }
-    else std::snprintf(buf, sizeof buf, "<unused_%lld>", (long long)i);
+    if (i == 0) {
+      std::snprintf(buf, sizeof buf, "<unk>");
+      type = 2;
+    } else if (i == 1) {
+      std::snprintf(buf, sizeof buf, "<s>");
+      type = 3;
+    } else if (i == 2) {
+      std::snprintf(buf, sizeof buf, "</s>");
+      type = 3;
+    } else if (i < 259) {
+      std::snprintf(buf, sizeof buf, "<0x%02X>", unsigned(i - 3));
+      type = 6;
+    } else if (i == 259) {
+      std::snprintf(buf, sizeof buf, "\xe2\x96\x81");
+      type = 1;
+    } else
+      std::snprintf(buf, sizeof buf, "<unused_%lld>", (long long)i);
     tokens.push_back(buf);
     scores.push_back(0.0f);
     types.push_back(type);
@@ -365,9 +406,14 @@ void write_model(const Card& c, const std::string& path, uint64_t seed) {
   for (const TensorSpec& t : specs) {
     std::vector<float> x(size_t(numel(t.shape)));
     switch (t.init) {
-      case TensorSpec::Init::Normal: for (float& v : x) v = rng.normal(0.02f); break;
-      case TensorSpec::Init::Ones: std::fill(x.begin(), x.end(), 1.0f); break;
-      case TensorSpec::Init::Zeros: break;
+      case TensorSpec::Init::Normal:
+        for (float& v : x) v = rng.normal(0.02f);
+        break;
+      case TensorSpec::Init::Ones:
+        std::fill(x.begin(), x.end(), 1.0f);
+        break;
+      case TensorSpec::Init::Zeros:
+        break;
       case TensorSpec::Init::RopeFreqs:
         for (size_t i = 0; i < x.size(); ++i) x[i] = i < c.rope_freqs.size() ? c.rope_freqs[i] : 1.0f;
         break;

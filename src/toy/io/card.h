@@ -41,12 +41,12 @@ struct CardError : std::runtime_error {
 };
 
 struct Card {
-  std::string arch;                                         // general.architecture, e.g. "llama"
-  std::vector<std::pair<std::string, gguf::Value>> meta;    // GGUF keys, in file order
-  int64_t n_vocab = 0;                                      // e.g. 512
-  bool tied_output = true;                                  // logits use token_embd (no output.weight)
-  std::vector<float> rope_freqs;                            // rope_freqs.weight (Llama 3), empty when absent
-  std::string source_dtype;                                 // informational, e.g. "Q4_K_M"
+  std::string arch;                                       // general.architecture, e.g. "llama"
+  std::vector<std::pair<std::string, gguf::Value>> meta;  // GGUF keys, in file order
+  int64_t n_vocab = 0;                                    // e.g. 512
+  bool tied_output = true;                                // logits use token_embd (no output.weight)
+  std::vector<float> rope_freqs;                          // rope_freqs.weight (Llama 3), empty when absent
+  std::string source_dtype;                               // informational, e.g. "Q4_K_M"
 
   const gguf::Value* find(std::string_view key) const;
 };
@@ -63,7 +63,7 @@ std::string render(const Card& c);
 
 // Parses the `toy-card` block of a Markdown text. Throws CardError naming `label` and the line.
 Card parse(std::string_view markdown, const std::string& label);
-Card load(const std::string& path);        // parse() of a file; CardError when unreadable
+Card load(const std::string& path);          // parse() of a file; CardError when unreadable
 bool is_card_file(const std::string& path);  // a text file holding a ```toy-card block
 
 // The tensors the card's model has, in the order llama.cpp's converter writes them.

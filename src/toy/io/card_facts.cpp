@@ -17,12 +17,18 @@ using Init = TensorSpec::Init;
 
 //                 arch      HF class               norm         positions            fused  qkvb   outb   qk_norm            sandw  ffn           escale softcap swa
 const Facts kFacts[] = {
-    {"llama",  "LlamaForCausalLM",  Norm::Rms,   Positions::RopeNorm, false, false, false, QkNorm::None,      false, Ffn::SwiGlu,  false, false, false},
-    {"qwen2",  "Qwen2ForCausalLM",  Norm::Rms,   Positions::RopeNeox, false, true,  false, QkNorm::None,      false, Ffn::SwiGlu,  false, false, false},
-    {"qwen3",  "Qwen3ForCausalLM",  Norm::Rms,   Positions::RopeNeox, false, false, false, QkNorm::PerHead,   false, Ffn::SwiGlu,  false, false, false},
-    {"gemma2", "Gemma2ForCausalLM", Norm::Rms,   Positions::RopeNeox, false, false, false, QkNorm::None,      true,  Ffn::GeGlu,   true,  true,  true},
-    {"olmoe",  "OlmoeForCausalLM",  Norm::Rms,   Positions::RopeNeox, false, false, false, QkNorm::FullWidth, false, Ffn::Moe,     false, false, false},
-    {"gpt2",   "GPT2LMHeadModel",   Norm::Layer, Positions::Learned,  true,  true,  true,  QkNorm::None,      false, Ffn::GeluMlp, false, false, false},
+    {"llama", "LlamaForCausalLM", Norm::Rms, Positions::RopeNorm, false, false, false, QkNorm::None, false, Ffn::SwiGlu,
+     false, false, false},
+    {"qwen2", "Qwen2ForCausalLM", Norm::Rms, Positions::RopeNeox, false, true, false, QkNorm::None, false, Ffn::SwiGlu,
+     false, false, false},
+    {"qwen3", "Qwen3ForCausalLM", Norm::Rms, Positions::RopeNeox, false, false, false, QkNorm::PerHead, false,
+     Ffn::SwiGlu, false, false, false},
+    {"gemma2", "Gemma2ForCausalLM", Norm::Rms, Positions::RopeNeox, false, false, false, QkNorm::None, true, Ffn::GeGlu,
+     true, true, true},
+    {"olmoe", "OlmoeForCausalLM", Norm::Rms, Positions::RopeNeox, false, false, false, QkNorm::FullWidth, false,
+     Ffn::Moe, false, false, false},
+    {"gpt2", "GPT2LMHeadModel", Norm::Layer, Positions::Learned, true, true, true, QkNorm::None, false, Ffn::GeluMlp,
+     false, false, false},
 };
 
 std::string n(int64_t v) { return std::to_string(v); }
@@ -40,30 +46,38 @@ struct Param {
 std::vector<Param> params(const Card& c, const Dims& d, const Facts& f) {
   std::vector<Param> p;
   const int64_t D = d.d_model, q = d.n_head * d.d_head, kv = d.n_kv_head * d.d_head, vv = d.n_kv_head * d.d_value;
-  auto add = [&](Param::Where w, std::string name, std::vector<std::string> sym, Shape shape, Init init, std::string role) {
+  auto add = [&](Param::Where w, std::string name, std::vector<std::string> sym, Shape shape, Init init,
+                 std::string role) {
     p.push_back({w, std::move(name), std::move(sym), std::move(shape), init, std::move(role)});
   };
   auto norm = [&](Param::Where w, const std::string& stem, const std::string& role) {
-    add(w, stem + ".weight", {"d_model"}, {D}, Init::Ones, role + (f.norm == Norm::Layer ? " (LayerNorm gain)" : " (RMSNorm gain)"));
+    add(w, stem + ".weight", {"d_model"}, {D}, Init::Ones,
+        role + (f.norm == Norm::Layer ? " (LayerNorm gain)" : " (RMSNorm gain)"));
     if (f.norm == Norm::Layer) add(w, stem + ".bias", {"d_model"}, {D}, Init::Zeros, role + " (LayerNorm bias)");
   };
   if (!c.rope_freqs.empty())
-    add(Param::Before, "rope_freqs.weight", {"n_rot/2"}, {d.n_rot / 2}, Init::RopeFreqs, "RoPE frequency divisors f_i (Llama-3 scaling)");
+    add(Param::Before, "rope_freqs.weight", {"n_rot/2"}, {d.n_rot / 2}, Init::RopeFreqs,
+        "RoPE frequency divisors f_i (Llama-3 scaling)");
   add(Param::Before, "token_embd.weight", {"n_vocab", "d_model"}, {d.n_vocab, D}, Init::Normal,
       c.tied_output ? "token embedding; also the unembedding (tied)" : "token embedding");
   if (f.positions == Positions::Learned)
-    add(Param::Before, "position_embd.weight", {"n_ctx", "d_model"}, {d.n_ctx, D}, Init::Normal, "learned position embedding");
+    add(Param::Before, "position_embd.weight", {"n_ctx", "d_model"}, {d.n_ctx, D}, Init::Normal,
+        "learned position embedding");
 
   norm(Param::Layer, "attn_norm", "norm before attention");
   if (f.fused_qkv) {
-    add(Param::Layer, "attn_qkv.weight", {"n_head·d_head + 2·n_kv_head·d_head", "d_model"}, {q + 2 * kv, D}, Init::Normal, "fused query/key/value projection");
-    if (f.qkv_bias) add(Param::Layer, "attn_qkv.bias", {"n_head·d_head + 2·n_kv_head·d_head"}, {q + 2 * kv}, Init::Zeros, "fused q/k/v bias");
+    add(Param::Layer, "attn_qkv.weight", {"n_head·d_head + 2·n_kv_head·d_head", "d_model"}, {q + 2 * kv, D},
+        Init::Normal, "fused query/key/value projection");
+    if (f.qkv_bias)
+      add(Param::Layer, "attn_qkv.bias", {"n_head·d_head + 2·n_kv_head·d_head"}, {q + 2 * kv}, Init::Zeros,
+          "fused q/k/v bias");
   } else {
     add(Param::Layer, "attn_q.weight", {"n_head·d_head", "d_model"}, {q, D}, Init::Normal, "query projection");
     add(Param::Layer, "attn_k.weight", {"n_kv_head·d_head", "d_model"}, {kv, D}, Init::Normal, "key projection");
     add(Param::Layer, "attn_v.weight", {"n_kv_head·d_head", "d_model"}, {vv, D}, Init::Normal, "value projection");
   }
-  add(Param::Layer, "attn_output.weight", {"d_model", "n_head·d_head"}, {D, d.n_head * d.d_value}, Init::Normal, "attention output projection");
+  add(Param::Layer, "attn_output.weight", {"d_model", "n_head·d_head"}, {D, d.n_head * d.d_value}, Init::Normal,
+      "attention output projection");
   if (f.output_bias) add(Param::Layer, "attn_output.bias", {"d_model"}, {D}, Init::Zeros, "attention output bias");
   if (f.qkv_bias && !f.fused_qkv) {
     add(Param::Layer, "attn_q.bias", {"n_head·d_head"}, {q}, Init::Zeros, "query bias");
@@ -77,11 +91,16 @@ std::vector<Param> params(const Card& c, const Dims& d, const Facts& f) {
     add(Param::Layer, "attn_q_norm.weight", {"n_head·d_head"}, {q}, Init::Ones, "RMSNorm gain over all query heads");
     add(Param::Layer, "attn_k_norm.weight", {"n_kv_head·d_head"}, {kv}, Init::Ones, "RMSNorm gain over all key heads");
   }
-  if (f.sandwich) add(Param::Layer, "post_attention_norm.weight", {"d_model"}, {D}, Init::Ones, "norm of the attention output (RMSNorm gain)");
+  if (f.sandwich)
+    add(Param::Layer, "post_attention_norm.weight", {"d_model"}, {D}, Init::Ones,
+        "norm of the attention output (RMSNorm gain)");
   norm(Param::Layer, "ffn_norm", "norm before the feed-forward network");
-  if (f.sandwich) add(Param::Layer, "post_ffw_norm.weight", {"d_model"}, {D}, Init::Ones, "norm of the feed-forward output (RMSNorm gain)");
+  if (f.sandwich)
+    add(Param::Layer, "post_ffw_norm.weight", {"d_model"}, {D}, Init::Ones,
+        "norm of the feed-forward output (RMSNorm gain)");
   switch (f.ffn) {
-    case Ffn::SwiGlu: case Ffn::GeGlu:
+    case Ffn::SwiGlu:
+    case Ffn::GeGlu:
       add(Param::Layer, "ffn_gate.weight", {"d_ff", "d_model"}, {d.d_ff, D}, Init::Normal, "gate projection");
       add(Param::Layer, "ffn_up.weight", {"d_ff", "d_model"}, {d.d_ff, D}, Init::Normal, "up projection");
       add(Param::Layer, "ffn_down.weight", {"d_model", "d_ff"}, {D, d.d_ff}, Init::Normal, "down projection");
@@ -94,13 +113,17 @@ std::vector<Param> params(const Card& c, const Dims& d, const Facts& f) {
       break;
     case Ffn::Moe:
       add(Param::Layer, "ffn_gate_inp.weight", {"n_expert", "d_model"}, {d.n_expert, D}, Init::Normal, "router");
-      add(Param::Layer, "ffn_down_exps.weight", {"n_expert", "d_model", "d_ff"}, {d.n_expert, D, d.d_ff}, Init::Normal, "down projection of each expert");
-      add(Param::Layer, "ffn_gate_exps.weight", {"n_expert", "d_ff", "d_model"}, {d.n_expert, d.d_ff, D}, Init::Normal, "gate projection of each expert");
-      add(Param::Layer, "ffn_up_exps.weight", {"n_expert", "d_ff", "d_model"}, {d.n_expert, d.d_ff, D}, Init::Normal, "up projection of each expert");
+      add(Param::Layer, "ffn_down_exps.weight", {"n_expert", "d_model", "d_ff"}, {d.n_expert, D, d.d_ff}, Init::Normal,
+          "down projection of each expert");
+      add(Param::Layer, "ffn_gate_exps.weight", {"n_expert", "d_ff", "d_model"}, {d.n_expert, d.d_ff, D}, Init::Normal,
+          "gate projection of each expert");
+      add(Param::Layer, "ffn_up_exps.weight", {"n_expert", "d_ff", "d_model"}, {d.n_expert, d.d_ff, D}, Init::Normal,
+          "up projection of each expert");
       break;
   }
   norm(Param::After, "output_norm", "final norm");
-  if (!c.tied_output) add(Param::After, "output.weight", {"n_vocab", "d_model"}, {d.n_vocab, D}, Init::Normal, "unembedding");
+  if (!c.tied_output)
+    add(Param::After, "output.weight", {"n_vocab", "d_model"}, {d.n_vocab, D}, Init::Normal, "unembedding");
   return p;
 }
 
@@ -184,7 +207,8 @@ Dims dims_of(const Card& c) {
   auto need_int = [&](const std::string& key) -> int64_t {
     const gguf::Value* v = get(key);
     if (!v || !v->is_integer()) throw CardError("missing integer hyper-parameter " + c.arch + "." + key);
-    if (v->as_int() <= 0 || v->as_int() > (int64_t(1) << 24)) throw CardError(c.arch + "." + key + " = " + n(v->as_int()) + " is out of range");
+    if (v->as_int() <= 0 || v->as_int() > (int64_t(1) << 24))
+      throw CardError(c.arch + "." + key + " = " + n(v->as_int()) + " is out of range");
     return v->as_int();
   };
   auto opt_int = [&](const std::string& key, int64_t def) { return get(key) ? need_int(key) : def; };
@@ -205,10 +229,14 @@ Dims dims_of(const Card& c) {
   d.d_value = opt_int("attention.value_length", d.d_head);
   d.n_rot = opt_int("rope.dimension_count", d.d_head);
   d.rope_base = opt_float("rope.freq_base", 10000);
-  if (d.n_head % d.n_kv_head) throw CardError(c.arch + ".attention.head_count_kv = " + n(d.n_kv_head) + " must divide head_count = " + n(d.n_head));
-  if (d.n_rot > d.d_head || d.n_rot % 2) throw CardError(c.arch + ".rope.dimension_count must be even and at most the head size");
+  if (d.n_head % d.n_kv_head)
+    throw CardError(c.arch + ".attention.head_count_kv = " + n(d.n_kv_head) +
+                    " must divide head_count = " + n(d.n_head));
+  if (d.n_rot > d.d_head || d.n_rot % 2)
+    throw CardError(c.arch + ".rope.dimension_count must be even and at most the head size");
   if (f.fused_qkv && d.d_value != d.d_head) throw CardError(c.arch + ": fused q/k/v needs equal key and value sizes");
-  const std::string eps_key = f.norm == Norm::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
+  const std::string eps_key =
+      f.norm == Norm::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
   if (!get(eps_key)) throw CardError("missing hyper-parameter " + c.arch + "." + eps_key);
   d.eps = opt_float(eps_key, 0);
   if (f.ffn == Ffn::Moe) {
@@ -225,7 +253,8 @@ Dims dims_of(const Card& c) {
     d.final_cap = opt_float("final_logit_softcapping", 30);
   }
   if (!c.rope_freqs.empty() && int64_t(c.rope_freqs.size()) != d.n_rot / 2)
-    throw CardError("card.rope_freqs has " + n(int64_t(c.rope_freqs.size())) + " factors, expected n_rot/2 = " + n(d.n_rot / 2));
+    throw CardError("card.rope_freqs has " + n(int64_t(c.rope_freqs.size())) +
+                    " factors, expected n_rot/2 = " + n(d.n_rot / 2));
   return d;
 }
 
@@ -234,15 +263,21 @@ std::string render_algorithms(const Card& c) {
   const Dims d = dims_of(c);
   const bool rope = f.positions != Positions::Learned, gqa = d.n_kv_head != d.n_head;
   const std::string norm = f.norm == Norm::Rms ? "RMSNorm" : "LayerNorm";
-  const std::string ffn = f.ffn == Ffn::SwiGlu ? "SwiGLU" : f.ffn == Ffn::GeGlu ? "GeGLU" : f.ffn == Ffn::GeluMlp ? "MLP" : "MoE";
+  const std::string ffn = f.ffn == Ffn::SwiGlu    ? "SwiGLU"
+                          : f.ffn == Ffn::GeGlu   ? "GeGLU"
+                          : f.ffn == Ffn::GeluMlp ? "MLP"
+                                                  : "MoE";
   std::string s;
 
   // --- notation ---
   s += "## Notation\n\n| symbol | meaning | value |\n|---|---|---|\n";
-  auto row = [&](const std::string& sym, const std::string& what, const std::string& val) { s += "| " + sym + " | " + what + " | " + val + " |\n"; };
+  auto row = [&](const std::string& sym, const std::string& what, const std::string& val) {
+    s += "| " + sym + " | " + what + " | " + val + " |\n";
+  };
   row("T", "tokens in the sequence, T ≤ n_ctx", "");
   row("n_vocab", "vocabulary size", n(d.n_vocab));
-  row("n_ctx", f.positions == Positions::Learned ? "context length (rows of position_embd)" : "training context length", n(d.n_ctx));
+  row("n_ctx", f.positions == Positions::Learned ? "context length (rows of position_embd)" : "training context length",
+      n(d.n_ctx));
   row("n_layer", "blocks", n(d.n_layer));
   row("d_model", "residual stream width", n(d.d_model));
   row("n_head", "query heads", n(d.n_head));
@@ -269,7 +304,8 @@ std::string render_algorithms(const Card& c) {
   s += "\n## Parameters\n\nθ is these tensors (GGUF names; `blk.ℓ.` for each layer ℓ = 0 … " + n(d.n_layer - 1) +
        "; shapes outermost first).\n\n| tensor | shape | role |\n|---|---|---|\n";
   for (const Param& p : params(c, d, f))
-    s += "| `" + std::string(p.where == Param::Layer ? "blk.ℓ." : "") + p.name + "` | " + shape_text(p) + " | " + p.role + " |\n";
+    s += "| `" + std::string(p.where == Param::Layer ? "blk.ℓ." : "") + p.name + "` | " + shape_text(p) + " | " +
+         p.role + " |\n";
   s += "\nParameters: " + std::to_string(parameter_count(c)) + ".\n\n";
 
   // --- algorithm 1: the whole model ---
@@ -277,12 +313,14 @@ std::string render_algorithms(const Card& c) {
   s += "## Algorithm 1: DTransformer(x | θ), " + c.arch + "\n\n";
   s += "**Input:** x ∈ {0, …, n_vocab−1}^T, token ids, T ≤ n_ctx = " + n(d.n_ctx) + ".  \n";
   s += "**Output:** P ∈ (0, 1)^(T × n_vocab); P[t] is the distribution of the token after x[0 … t].  \n";
-  s += "**Hyper-parameters:** n_layer = " + n(d.n_layer) + ", d_model = " + n(d.d_model) + ", n_vocab = " + n(d.n_vocab) + ".  \n";
+  s += "**Hyper-parameters:** n_layer = " + n(d.n_layer) + ", d_model = " + n(d.d_model) +
+       ", n_vocab = " + n(d.n_vocab) + ".  \n";
   s += "**Parameters:** θ (above).\n\n";
   Algo a1;
   a1.add("for t = 0 … T−1:  X[t] ← token_embd[x[t]]", "X: [T, d_model] = [T, " + n(d.d_model) + "]");
   if (f.embed_scale) a1.add("X ← X · √d_model = X · " + fl(std::sqrt(float(d.d_model))), "embedding scale");
-  if (f.positions == Positions::Learned) a1.add("for t = 0 … T−1:  X[t] ← X[t] + position_embd[t]", "learned absolute positions");
+  if (f.positions == Positions::Learned)
+    a1.add("for t = 0 … T−1:  X[t] ← X[t] + position_embd[t]", "learned absolute positions");
   a1.add("for ℓ = 0 … n_layer−1 = " + n(d.n_layer - 1) + ":");
   a1.add("    X̃ ← " + norm + "(X | blk.ℓ.attn_norm)", "Algorithm 4, each row");
   a1.add("    A ← Attention(X̃ | ℓ)", "Algorithm 2; [T, " + n(d.d_model) + "]");
@@ -293,7 +331,8 @@ std::string render_algorithms(const Card& c) {
   if (f.sandwich) a1.add("    F ← RMSNorm(F | blk.ℓ.post_ffw_norm)");
   a1.add("    X ← X + F", "residual");
   a1.add("X ← " + norm + "(X | output_norm)");
-  a1.add("Z ← X · " + unembed + "ᵀ", "logits [T, n_vocab] = [T, " + n(d.n_vocab) + "]" + (c.tied_output ? "; tied to the embedding" : ""));
+  a1.add("Z ← X · " + unembed + "ᵀ",
+         "logits [T, n_vocab] = [T, " + n(d.n_vocab) + "]" + (c.tied_output ? "; tied to the embedding" : ""));
   if (f.softcap) a1.add("Z ← c_final · tanh(Z / c_final),  c_final = " + fl(d.final_cap), "final soft-cap");
   a1.add("return P ← softmax(Z), each row");
   s += a1.text();
@@ -310,8 +349,10 @@ std::string render_algorithms(const Card& c) {
                     vb = f.qkv_bias ? " + blk.ℓ.attn_v.bias" : "";
   if (f.fused_qkv) {
     const int64_t q = d.n_head * d.d_head, kv = d.n_kv_head * d.d_head;
-    a2.add("Y ← X̃ · blk.ℓ.attn_qkvᵀ" + std::string(f.qkv_bias ? " + blk.ℓ.attn_qkv.bias" : ""), "[T, " + n(q + 2 * kv) + "]");
-    a2.add("Q ← Y[:, 0 : " + n(q) + "],  K ← Y[:, " + n(q) + " : " + n(q + kv) + "],  V ← Y[:, " + n(q + kv) + " : " + n(q + 2 * kv) + "]",
+    a2.add("Y ← X̃ · blk.ℓ.attn_qkvᵀ" + std::string(f.qkv_bias ? " + blk.ℓ.attn_qkv.bias" : ""),
+           "[T, " + n(q + 2 * kv) + "]");
+    a2.add("Q ← Y[:, 0 : " + n(q) + "],  K ← Y[:, " + n(q) + " : " + n(q + kv) + "],  V ← Y[:, " + n(q + kv) + " : " +
+               n(q + 2 * kv) + "]",
            "each viewed as [T, heads, d_head]");
   } else {
     a2.add("Q ← X̃ · blk.ℓ.attn_qᵀ" + qb, qd);
@@ -319,10 +360,12 @@ std::string render_algorithms(const Card& c) {
     a2.add("V ← X̃ · blk.ℓ.attn_vᵀ" + vb, "[T, n_kv_head, d_value]");
   }
   if (f.qk_norm == QkNorm::PerHead) {
-    a2.add("Q[t, h] ← RMSNorm(Q[t, h] | blk.ℓ.attn_q_norm) for every t, h", "each head's " + n(d.d_head) + " values on their own");
+    a2.add("Q[t, h] ← RMSNorm(Q[t, h] | blk.ℓ.attn_q_norm) for every t, h",
+           "each head's " + n(d.d_head) + " values on their own");
     a2.add("K[t, g] ← RMSNorm(K[t, g] | blk.ℓ.attn_k_norm) for every t, g");
   } else if (f.qk_norm == QkNorm::FullWidth) {
-    a2.add("Q[t] ← RMSNorm(Q[t] | blk.ℓ.attn_q_norm) for every t", "over all " + n(d.n_head * d.d_head) + " values of the token");
+    a2.add("Q[t] ← RMSNorm(Q[t] | blk.ℓ.attn_q_norm) for every t",
+           "over all " + n(d.n_head * d.d_head) + " values of the token");
     a2.add("K[t] ← RMSNorm(K[t] | blk.ℓ.attn_k_norm) for every t", "over all " + n(d.n_kv_head * d.d_head) + " values");
   }
   if (rope) {
@@ -330,8 +373,11 @@ std::string render_algorithms(const Card& c) {
     a2.add("K[t, g] ← RoPE(K[t, g], p₀ + t) for every t, g");
   }
   a2.add("for h = 0 … n_head−1 = " + n(d.n_head - 1) + ":");
-  if (gqa) a2.add("    g ← ⌊h / (n_head / n_kv_head)⌋ = ⌊h / " + n(d.n_head / d.n_kv_head) + "⌋", "consecutive query heads share a key/value head");
-  else a2.add("    g ← h");
+  if (gqa)
+    a2.add("    g ← ⌊h / (n_head / n_kv_head)⌋ = ⌊h / " + n(d.n_head / d.n_kv_head) + "⌋",
+           "consecutive query heads share a key/value head");
+  else
+    a2.add("    g ← h");
   const std::string rs = "√d_head = √" + n(d.d_head);
   if (f.softcap) {
     a2.add("    S ← (Q[:, h] / √d_head) · K[:, g]ᵀ", "[T, T]; " + rs + ", the scale applied to Q first");
@@ -341,11 +387,13 @@ std::string render_algorithms(const Card& c) {
   }
   a2.add("    S[t, t′] ← −∞ where t′ > t", "causal mask");
   if (f.sliding_window)
-    a2.add((d.window_pattern == 2 ? std::string("    if ℓ is even") : "    if ℓ mod " + n(d.window_pattern) + " < " + n(d.window_pattern - 1)) +
+    a2.add((d.window_pattern == 2 ? std::string("    if ℓ is even")
+                                  : "    if ℓ mod " + n(d.window_pattern) + " < " + n(d.window_pattern - 1)) +
                ":  S[t, t′] ← −∞ where t − t′ ≥ w = " + n(d.window),
            "local layers see the last " + n(d.window) + " positions");
   a2.add("    O[:, h] ← softmax(S) · V[:, g]", "softmax over t′; [T, d_value]");
-  a2.add("return [O[:, 0], …, O[:, n_head−1]] · blk.ℓ.attn_outputᵀ" + std::string(f.output_bias ? " + blk.ℓ.attn_output.bias" : ""),
+  a2.add("return [O[:, 0], …, O[:, n_head−1]] · blk.ℓ.attn_outputᵀ" +
+             std::string(f.output_bias ? " + blk.ℓ.attn_output.bias" : ""),
          "heads concatenated in order; [T, d_model]");
   s += a2.text();
 
@@ -353,21 +401,26 @@ std::string render_algorithms(const Card& c) {
   if (rope) {
     const bool neox = f.positions == Positions::RopeNeox;
     s += "## Algorithm 3: RoPE(u, p), " + std::string(neox ? "NEOX (halves)" : "NORM (adjacent pairs)") + "\n\n";
-    s += "**Input:** u ∈ ℝ^d_head, one head of one token, and its position p.  \n**Output:** u rotated by position p.  \n"
-         "**Hyper-parameters:** n_rot = " + n(d.n_rot) + ", θ_base = " + fl(d.rope_base) + ".\n\n";
+    s += "**Input:** u ∈ ℝ^d_head, one head of one token, and its position p.  \n**Output:** u rotated by position p.  "
+         "\n"
+         "**Hyper-parameters:** n_rot = " +
+         n(d.n_rot) + ", θ_base = " + fl(d.rope_base) + ".\n\n";
     Algo a3;
     a3.add("for i = 0 … n_rot/2 − 1 = " + n(d.n_rot / 2 - 1) + ":");
-    a3.add(c.rope_freqs.empty() ? "    φ ← p · θ_base^(−2i / n_rot)" : "    φ ← p · θ_base^(−2i / n_rot) / rope_freqs[i]",
-           c.rope_freqs.empty() ? "" : "Llama-3 frequency scaling");
+    a3.add(
+        c.rope_freqs.empty() ? "    φ ← p · θ_base^(−2i / n_rot)" : "    φ ← p · θ_base^(−2i / n_rot) / rope_freqs[i]",
+        c.rope_freqs.empty() ? "" : "Llama-3 frequency scaling");
     a3.add(neox ? "    (a, b) ← (i, i + n_rot/2) = (i, i + " + n(d.n_rot / 2) + ")" : "    (a, b) ← (2i, 2i + 1)");
     a3.add("    (u[a], u[b]) ← (u[a]·cos φ − u[b]·sin φ,  u[a]·sin φ + u[b]·cos φ)");
     a3.add("return u", d.n_rot < d.d_head ? "components n_rot … d_head−1 unchanged" : "");
     s += a3.text();
     if (!neox)
-      s += "The converter permuted the rows of `attn_q` and `attn_k` head by head, so rotating adjacent pairs here equals "
+      s += "The converter permuted the rows of `attn_q` and `attn_k` head by head, so rotating adjacent pairs here "
+           "equals "
            "Hugging Face's rotate-half on the original weights.\n\n";
   } else {
-    s += "## Algorithm 3: positions\n\nLearned absolute positions: row t of `position_embd` is added to the embedding of "
+    s += "## Algorithm 3: positions\n\nLearned absolute positions: row t of `position_embd` is added to the embedding "
+         "of "
          "token t (Algorithm 1); attention itself is position-free.\n\n";
   }
 
@@ -392,10 +445,12 @@ std::string render_algorithms(const Card& c) {
   Algo a5;
   const std::string gelu = "gelu(v) = ½·v·(1 + tanh(√(2/π)·(v + 0.044715·v³)))";
   switch (f.ffn) {
-    case Ffn::SwiGlu: case Ffn::GeGlu:
+    case Ffn::SwiGlu:
+    case Ffn::GeGlu:
       a5.add("a ← x · blk.ℓ.ffn_gateᵀ", "[d_ff] = [" + n(d.d_ff) + "]");
       a5.add("b ← x · blk.ℓ.ffn_upᵀ", "[d_ff]");
-      a5.add(f.ffn == Ffn::SwiGlu ? "h ← silu(a) ⊙ b" : "h ← gelu(a) ⊙ b", f.ffn == Ffn::SwiGlu ? "silu(v) = v / (1 + e^(−v))" : gelu);
+      a5.add(f.ffn == Ffn::SwiGlu ? "h ← silu(a) ⊙ b" : "h ← gelu(a) ⊙ b",
+             f.ffn == Ffn::SwiGlu ? "silu(v) = v / (1 + e^(−v))" : gelu);
       a5.add("return h · blk.ℓ.ffn_downᵀ", "[d_model]");
       break;
     case Ffn::GeluMlp:

@@ -42,10 +42,14 @@ bool use_more_bits(int layer, int n_layer) {
 // The dtype llama.cpp uses when the rows do not split into super-blocks.
 DType fallback(DType t) {
   switch (t) {
-    case DType::Q4_K: return DType::Q5_0;
-    case DType::Q5_K: return DType::Q5_1;
-    case DType::Q6_K: return DType::Q8_0;
-    default: return t;
+    case DType::Q4_K:
+      return DType::Q5_0;
+    case DType::Q5_K:
+      return DType::Q5_1;
+    case DType::Q6_K:
+      return DType::Q8_0;
+    default:
+      return t;
   }
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
 constexpr int kMaxDims = 4;
-constexpr int kMaxNesting = 8;           // nested arrays deeper than this are rejected
+constexpr int kMaxNesting = 8;  // nested arrays deeper than this are rejected
 
 // Bounds-checked little-endian cursor over the file image.
 class Cursor {
@@ -47,6 +47,7 @@ class Cursor {
     pos_ += size_t(len);
     return s;
   }
+
  private:
   const std::string& label_;
   const uint8_t* p_;
@@ -57,11 +58,24 @@ class Cursor {
 // Minimum bytes one value of a type occupies; bounds array counts before allocating.
 uint64_t min_size(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::BOOL: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: case ValueType::STRING: return 8;
-    case ValueType::ARRAY: return 12;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL:
+      return 1;
+    case ValueType::U16:
+    case ValueType::I16:
+      return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32:
+      return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+    case ValueType::STRING:
+      return 8;
+    case ValueType::ARRAY:
+      return 12;
   }
   return 1;
 }
@@ -72,23 +86,45 @@ Value read_value(Cursor& c, ValueType type, int depth, const std::string& key) {
   Value v;
   v.type = type;
   switch (type) {
-    case ValueType::U8: v.u = c.read<uint8_t>("u8"); break;
-    case ValueType::I8: v.i = c.read<int8_t>("i8"); break;
-    case ValueType::U16: v.u = c.read<uint16_t>("u16"); break;
-    case ValueType::I16: v.i = c.read<int16_t>("i16"); break;
-    case ValueType::U32: v.u = c.read<uint32_t>("u32"); break;
-    case ValueType::I32: v.i = c.read<int32_t>("i32"); break;
-    case ValueType::U64: v.u = c.read<uint64_t>("u64"); break;
-    case ValueType::I64: v.i = c.read<int64_t>("i64"); break;
-    case ValueType::F32: v.f = c.read<float>("f32"); break;
-    case ValueType::F64: v.f = c.read<double>("f64"); break;
+    case ValueType::U8:
+      v.u = c.read<uint8_t>("u8");
+      break;
+    case ValueType::I8:
+      v.i = c.read<int8_t>("i8");
+      break;
+    case ValueType::U16:
+      v.u = c.read<uint16_t>("u16");
+      break;
+    case ValueType::I16:
+      v.i = c.read<int16_t>("i16");
+      break;
+    case ValueType::U32:
+      v.u = c.read<uint32_t>("u32");
+      break;
+    case ValueType::I32:
+      v.i = c.read<int32_t>("i32");
+      break;
+    case ValueType::U64:
+      v.u = c.read<uint64_t>("u64");
+      break;
+    case ValueType::I64:
+      v.i = c.read<int64_t>("i64");
+      break;
+    case ValueType::F32:
+      v.f = c.read<float>("f32");
+      break;
+    case ValueType::F64:
+      v.f = c.read<double>("f64");
+      break;
     case ValueType::BOOL: {
       const uint8_t b = c.read<uint8_t>("bool");
       if (b > 1) c.fail("metadata '" + key + "': bool value " + std::to_string(b));
       v.b = b != 0;
       break;
     }
-    case ValueType::STRING: v.s = c.string("string value"); break;
+    case ValueType::STRING:
+      v.s = c.string("string value");
+      break;
     case ValueType::ARRAY: {
       if (depth >= kMaxNesting) c.fail("metadata '" + key + "': arrays nested too deeply");
       const uint32_t et = c.read<uint32_t>("array type");
@@ -124,16 +160,41 @@ std::string errno_text() { return std::strerror(errno); }
 // --- Value ------------------------------------------------------------------------------
 
 std::string_view type_name(ValueType t) {
-  static constexpr std::string_view names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
-                                                "bool", "string", "array", "u64", "i64", "f64"};
+  static constexpr std::string_view names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                               "bool", "string", "array", "u64", "i64", "f64"};
   return uint32_t(t) <= 12 ? names[uint32_t(t)] : "?";
 }
 
-Value Value::of_u32(uint32_t x) { Value v; v.type = ValueType::U32; v.u = x; return v; }
-Value Value::of_i32(int32_t x) { Value v; v.type = ValueType::I32; v.i = x; return v; }
-Value Value::of_u64(uint64_t x) { Value v; v.type = ValueType::U64; v.u = x; return v; }
-Value Value::of_f32(float x) { Value v; v.type = ValueType::F32; v.f = x; return v; }
-Value Value::of_bool(bool x) { Value v; v.type = ValueType::BOOL; v.b = x; return v; }
+Value Value::of_u32(uint32_t x) {
+  Value v;
+  v.type = ValueType::U32;
+  v.u = x;
+  return v;
+}
+Value Value::of_i32(int32_t x) {
+  Value v;
+  v.type = ValueType::I32;
+  v.i = x;
+  return v;
+}
+Value Value::of_u64(uint64_t x) {
+  Value v;
+  v.type = ValueType::U64;
+  v.u = x;
+  return v;
+}
+Value Value::of_f32(float x) {
+  Value v;
+  v.type = ValueType::F32;
+  v.f = x;
+  return v;
+}
+Value Value::of_bool(bool x) {
+  Value v;
+  v.type = ValueType::BOOL;
+  v.b = x;
+  return v;
+}
 Value Value::of_string(std::string x) {
   Value v;
   v.type = ValueType::STRING;
@@ -174,8 +235,14 @@ Value Value::at(size_t k) const {
 
 bool Value::is_integer() const {
   switch (type) {
-    case ValueType::U8: case ValueType::I8: case ValueType::U16: case ValueType::I16:
-    case ValueType::U32: case ValueType::I32: case ValueType::U64: case ValueType::I64:
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::U16:
+    case ValueType::I16:
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::U64:
+    case ValueType::I64:
     case ValueType::BOOL:
       return true;
     default:
@@ -185,10 +252,15 @@ bool Value::is_integer() const {
 
 int64_t Value::as_int() const {
   switch (type) {
-    case ValueType::U8: case ValueType::U16: case ValueType::U32: case ValueType::U64:
+    case ValueType::U8:
+    case ValueType::U16:
+    case ValueType::U32:
+    case ValueType::U64:
       return u > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max() : int64_t(u);
-    case ValueType::BOOL: return b;
-    default: return i;
+    case ValueType::BOOL:
+      return b;
+    default:
+      return i;
   }
 }
 
@@ -202,8 +274,10 @@ std::string Value::to_display(size_t max_items) const {
         if (ch == '\n') ch = ' ';
       return "\"" + t + (s.size() > 80 ? "…" : "") + "\"";
     }
-    case ValueType::BOOL: return b ? "true" : "false";
-    case ValueType::F32: case ValueType::F64: {
+    case ValueType::BOOL:
+      return b ? "true" : "false";
+    case ValueType::F32:
+    case ValueType::F64: {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%g", f);
       return buf;
@@ -224,16 +298,25 @@ std::string Value::to_display(size_t max_items) const {
 
 nlohmann::ordered_json to_json(const Value& v) {
   switch (v.type) {
-    case ValueType::STRING: return std::string(v.s);
-    case ValueType::BOOL: return v.b;
-    case ValueType::F32: case ValueType::F64: return v.f;
-    case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64: return v.i;
+    case ValueType::STRING:
+      return std::string(v.s);
+    case ValueType::BOOL:
+      return v.b;
+    case ValueType::F32:
+    case ValueType::F64:
+      return v.f;
+    case ValueType::I8:
+    case ValueType::I16:
+    case ValueType::I32:
+    case ValueType::I64:
+      return v.i;
     case ValueType::ARRAY: {
       nlohmann::ordered_json a = nlohmann::ordered_json::array();
       for (size_t k = 0; k < v.size(); ++k) a.push_back(to_json(v.at(k)));
       return a;
     }
-    default: return v.u;
+    default:
+      return v.u;
   }
 }
 
@@ -450,7 +533,10 @@ Tensor GgufFile::tensor(const TensorInfo& t) const {
 
 void GgufWriter::set(std::string key, Value v) {
   for (auto& [k, old] : kv_)
-    if (k == key) { old = std::move(v); return; }
+    if (k == key) {
+      old = std::move(v);
+      return;
+    }
   kv_.emplace_back(std::move(key), std::move(v));
 }
 
@@ -462,7 +548,8 @@ namespace {
 
 struct Out {
   std::vector<uint8_t> buf;
-  template <class T> void put(T v) {
+  template <class T>
+  void put(T v) {
     const auto* p = reinterpret_cast<const uint8_t*>(&v);
     buf.insert(buf.end(), p, p + sizeof(T));
   }
@@ -472,23 +559,49 @@ struct Out {
   }
   void value(const Value& v) {
     switch (v.type) {
-      case ValueType::U8: put<uint8_t>(uint8_t(v.u)); break;
-      case ValueType::I8: put<int8_t>(int8_t(v.i)); break;
-      case ValueType::U16: put<uint16_t>(uint16_t(v.u)); break;
-      case ValueType::I16: put<int16_t>(int16_t(v.i)); break;
-      case ValueType::U32: put<uint32_t>(uint32_t(v.u)); break;
-      case ValueType::I32: put<int32_t>(int32_t(v.i)); break;
-      case ValueType::U64: put<uint64_t>(v.u); break;
-      case ValueType::I64: put<int64_t>(v.i); break;
-      case ValueType::F32: put<float>(float(v.f)); break;
-      case ValueType::F64: put<double>(v.f); break;
-      case ValueType::BOOL: put<uint8_t>(v.b ? 1 : 0); break;
-      case ValueType::STRING: str(v.s); break;
+      case ValueType::U8:
+        put<uint8_t>(uint8_t(v.u));
+        break;
+      case ValueType::I8:
+        put<int8_t>(int8_t(v.i));
+        break;
+      case ValueType::U16:
+        put<uint16_t>(uint16_t(v.u));
+        break;
+      case ValueType::I16:
+        put<int16_t>(int16_t(v.i));
+        break;
+      case ValueType::U32:
+        put<uint32_t>(uint32_t(v.u));
+        break;
+      case ValueType::I32:
+        put<int32_t>(int32_t(v.i));
+        break;
+      case ValueType::U64:
+        put<uint64_t>(v.u);
+        break;
+      case ValueType::I64:
+        put<int64_t>(v.i);
+        break;
+      case ValueType::F32:
+        put<float>(float(v.f));
+        break;
+      case ValueType::F64:
+        put<double>(v.f);
+        break;
+      case ValueType::BOOL:
+        put<uint8_t>(v.b ? 1 : 0);
+        break;
+      case ValueType::STRING:
+        str(v.s);
+        break;
       case ValueType::ARRAY:
         put<uint32_t>(uint32_t(v.elem));
         put<uint64_t>(v.size());
-        if (v.packed.data()) buf.insert(buf.end(), v.packed.begin(), v.packed.end());  // already encoded
-        else for (const Value& e : v.items) value(e);
+        if (v.packed.data())
+          buf.insert(buf.end(), v.packed.begin(), v.packed.end());  // already encoded
+        else
+          for (const Value& e : v.items) value(e);
         break;
     }
   }
@@ -539,7 +652,8 @@ void GgufWriter::write(const std::string& path) const {
   for (size_t k = 0; ok && k < tensors_.size(); ++k) {
     ok = std::fwrite(tensors_[k].data, 1, size_t(sizes[k]), f) == sizes[k];
     written = offsets[k] + sizes[k];
-    const uint64_t pad = (k + 1 < tensors_.size() ? offsets[k + 1] : (written + alignment - 1) / alignment * alignment) - written;
+    const uint64_t pad =
+        (k + 1 < tensors_.size() ? offsets[k + 1] : (written + alignment - 1) / alignment * alignment) - written;
     for (uint64_t p = pad; ok && p > 0; p -= std::min<uint64_t>(p, 64))
       ok = std::fwrite(zeros, 1, size_t(std::min<uint64_t>(p, 64)), f) == std::min<uint64_t>(p, 64);
   }

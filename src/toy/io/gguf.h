@@ -12,11 +12,11 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json_fwd.hpp>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +30,19 @@ struct GgufError : std::runtime_error {
 };
 
 enum class ValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 std::string_view type_name(ValueType t);  // "u32", "string", "array"
 
@@ -44,8 +55,8 @@ struct Value {
   double f = 0;
   bool b = false;
   std::string_view s;
-  std::shared_ptr<std::string> owned;       // backing text for strings built in code
-  ValueType elem = ValueType::U8;           // element type when type == ARRAY
+  std::shared_ptr<std::string> owned;  // backing text for strings built in code
+  ValueType elem = ValueType::U8;      // element type when type == ARRAY
 
   // The elements of an ARRAY. An array of scalars or strings read from a file stays packed in
   // the mapping and an element is decoded when asked, so a 49k-piece vocabulary costs almost
@@ -55,10 +66,10 @@ struct Value {
   Value at(size_t k) const;
   void push_back(Value e) { items.push_back(std::move(e)); }
 
-  std::vector<Value> items;                 // built in code, or nested arrays
-  std::span<const uint8_t> packed;          // read from a file: the encoded elements
+  std::vector<Value> items;         // built in code, or nested arrays
+  std::span<const uint8_t> packed;  // read from a file: the encoded elements
   size_t packed_count = 0;
-  std::vector<uint64_t> string_starts;      // packed strings: where each one's length prefix is
+  std::vector<uint64_t> string_starts;  // packed strings: where each one's length prefix is
 
   static Value of_u32(uint32_t v);
   static Value of_i32(int32_t v);
@@ -72,8 +83,8 @@ struct Value {
 
   bool is_integer() const;
   bool is_float() const { return type == ValueType::F32 || type == ValueType::F64; }
-  int64_t as_int() const;    // any integer type (and bool)
-  double as_float() const;   // any numeric type
+  int64_t as_int() const;                              // any integer type (and bool)
+  double as_float() const;                             // any numeric type
   std::string to_display(size_t max_items = 8) const;  // for `toy describe`
 };
 
@@ -82,9 +93,9 @@ nlohmann::ordered_json to_json(const Value& v);
 
 struct TensorInfo {
   std::string name;
-  Shape shape;           // PyTorch order (outermost first)
+  Shape shape;  // PyTorch order (outermost first)
   DType dtype;
-  uint64_t offset;       // bytes from the start of the data section
+  uint64_t offset;  // bytes from the start of the data section
   uint64_t nbytes;
 };
 
@@ -135,7 +146,7 @@ class GgufFile : public std::enable_shared_from_this<GgufFile> {
   std::string path_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  void* map_ = nullptr;                 // munmap on destruction when mapped
+  void* map_ = nullptr;  // munmap on destruction when mapped
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
@@ -158,7 +169,12 @@ class GgufWriter {
   void write(const std::string& path) const;  // throws std::runtime_error on I/O failure
 
  private:
-  struct Pending { std::string name; Shape shape; DType dtype; const void* data; };
+  struct Pending {
+    std::string name;
+    Shape shape;
+    DType dtype;
+    const void* data;
+  };
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<Pending> tensors_;
 };

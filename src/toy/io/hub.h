@@ -65,7 +65,7 @@ struct FoundModel {
 };
 struct Skipped {
   std::string path;
-  std::string reason;        // "broken symlink", "not a GGUF file: …", "corrupt manifest: …"
+  std::string reason;  // "broken symlink", "not a GGUF file: …", "corrupt manifest: …"
 };
 struct Scan {
   std::vector<FoundModel> models;
@@ -93,23 +93,23 @@ struct HubError : std::runtime_error {
 };
 
 struct FetchOptions {
-  std::string endpoint;        // "" -> $HF_ENDPOINT, else https://huggingface.co
-  std::string token;           // "" -> $HF_TOKEN (sent as "Authorization: Bearer …")
-  std::string cache_dir;       // "" -> hf_hub_cache()
+  std::string endpoint;   // "" -> $HF_ENDPOINT, else https://huggingface.co
+  std::string token;      // "" -> $HF_TOKEN (sent as "Authorization: Bearer …")
+  std::string cache_dir;  // "" -> hf_hub_cache()
   std::string revision = "main";
-  int retries = 3;             // resumed attempts after a dropped connection
-  bool progress = false;       // draw a progress bar on stderr
+  int retries = 3;        // resumed attempts after a dropped connection
+  bool progress = false;  // draw a progress bar on stderr
   long connect_timeout_s = 10;
 };
 
 struct FetchResult {
-  std::string path;            // snapshots/<commit>/<file>: the path to use
-  std::string blob;            // blobs/<etag>
+  std::string path;  // snapshots/<commit>/<file>: the path to use
+  std::string blob;  // blobs/<etag>
   std::string commit;
   std::string etag;
   uint64_t bytes = 0;
   bool already_cached = false;
-  bool resumed = false;        // some bytes came from an earlier, interrupted download
+  bool resumed = false;  // some bytes came from an earlier, interrupted download
   bool verified_sha256 = false;
 };
 

@@ -54,22 +54,33 @@ std::string quote(const std::string& s, bool keep_slash) {
   static const char* hex = "0123456789ABCDEF";
   std::string r;
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) r += char(c);
-    else { r += '%'; r += hex[c >> 4]; r += hex[c & 15]; }
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/'))
+      r += char(c);
+    else {
+      r += '%';
+      r += hex[c >> 4];
+      r += hex[c & 15];
+    }
   }
   return r;
 }
 
 bool is_sha256(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c)); });
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c));
+         });
 }
 
 std::string human(double b) {
   char buf[32];
-  if (b >= 1 << 30) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
-  else if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  if (b >= 1 << 30)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
+  else if (b >= 1 << 20)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
 }
 
@@ -99,13 +110,15 @@ struct Response {
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* r = static_cast<Response*>(user);
   const std::string line(data, size * n);
-  if (line.rfind("HTTP/", 0) == 0) r->headers.clear();  // a new response (after a redirect)
+  if (line.rfind("HTTP/", 0) == 0)
+    r->headers.clear();  // a new response (after a redirect)
   else if (auto colon = line.find(':'); colon != std::string::npos)
     r->headers[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 1));
   return size * n;
 }
 
-void common_options(CurlHandle& c, const std::string& url, const FetchOptions& o, const std::string& token, Response& r) {
+void common_options(CurlHandle& c, const std::string& url, const FetchOptions& o, const std::string& token,
+                    Response& r) {
   curl_easy_setopt(c.h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c.h, CURLOPT_USERAGENT, "toy/" TOY_VERSION);
   curl_easy_setopt(c.h, CURLOPT_CONNECTTIMEOUT, o.connect_timeout_s);
@@ -125,16 +138,19 @@ HubError transport_error(CURLcode rc, const std::string& url) {
 }
 
 // Turns an HTTP error status into the message the user needs.
-[[noreturn]] void throw_status(const Response& r, const std::string& repo, const std::string& file, const std::string& rev,
-                               const std::string& url, bool have_token) {
+[[noreturn]] void throw_status(const Response& r, const std::string& repo, const std::string& file,
+                               const std::string& rev, const std::string& url, bool have_token) {
   std::string detail = r.get("x-error-message");
   const std::string code = r.get("x-error-code");
   if (detail.empty() && !r.body.empty() && r.body.size() < 300) detail = trim(r.body);
   const std::string suffix = detail.empty() ? "" : " (" + detail + ")";
   if (r.status == 401 || r.status == 403) {
-    std::string msg = "HTTP " + std::to_string(r.status) + ": not authorized to download " + file + " from " + repo + suffix + "; ";
-    msg += have_token ? "the token in HF_TOKEN has no access to this repository (is it gated? accept its terms on the hub)"
-                      : "the repository may be gated, private or missing: set HF_TOKEN to an access token (https://huggingface.co/settings/tokens)";
+    std::string msg =
+        "HTTP " + std::to_string(r.status) + ": not authorized to download " + file + " from " + repo + suffix + "; ";
+    msg += have_token
+               ? "the token in HF_TOKEN has no access to this repository (is it gated? accept its terms on the hub)"
+               : "the repository may be gated, private or missing: set HF_TOKEN to an access token "
+                 "(https://huggingface.co/settings/tokens)";
     throw HubError(HubError::Unauthorized, msg);
   }
   if (r.status == 404) {
@@ -180,10 +196,12 @@ Meta head(const std::string& url0, const FetchOptions& o, const std::string& tok
     m.etag = r.get("x-linked-etag").empty() ? r.get("etag") : r.get("x-linked-etag");
     if (m.etag.rfind("W/", 0) == 0) m.etag = m.etag.substr(2);
     m.etag.erase(std::remove(m.etag.begin(), m.etag.end(), '"'), m.etag.end());
-    const std::string size = r.get("x-linked-size").empty() ? (r.status == 200 ? r.get("content-length") : "") : r.get("x-linked-size");
+    const std::string size =
+        r.get("x-linked-size").empty() ? (r.status == 200 ? r.get("content-length") : "") : r.get("x-linked-size");
     if (!size.empty()) m.size = std::atoll(size.c_str());
     if (m.commit.empty())
-      throw HubError(HubError::Network, url + ": the server sent no X-Repo-Commit header (is HF_ENDPOINT a Hugging Face hub?)");
+      throw HubError(HubError::Network,
+                     url + ": the server sent no X-Repo-Commit header (is HF_ENDPOINT a Hugging Face hub?)");
     if (m.etag.empty()) throw HubError(HubError::Network, url + ": the server sent no ETag for the file");
     if (m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
       throw HubError(HubError::Network, url + ": unusable ETag '" + m.etag + "'");
@@ -196,13 +214,13 @@ Meta head(const std::string& url0, const FetchOptions& o, const std::string& tok
 
 struct Transfer {
   std::FILE* out = nullptr;
-  std::string path;         // the .incomplete file
+  std::string path;  // the .incomplete file
   CURL* h = nullptr;
   Response* r = nullptr;
-  uint64_t have = 0;        // bytes in the file (and hashed)
+  uint64_t have = 0;  // bytes in the file (and hashed)
   Sha256 hash;
   bool started = false;
-  bool restarted = false;   // the server ignored Range and sent everything
+  bool restarted = false;  // the server ignored Range and sent everything
   // progress
   bool progress = false;
   std::string label;
@@ -252,11 +270,13 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   if (t->total > 0) {
     const double frac = std::min(1.0, double(t->have) / double(t->total));
     const int w = 28, fill = int(frac * w);
-    std::string bar = std::string(size_t(fill), '=') + (fill < w ? ">" : "") + std::string(size_t(std::max(0, w - fill - 1)), ' ');
-    std::snprintf(line, sizeof line, "\r%-24.24s %3d%% [%s] %s / %s  %s/s   ", t->label.c_str(), int(frac * 100), bar.c_str(),
-                  human(double(t->have)).c_str(), human(double(t->total)).c_str(), human(rate).c_str());
+    std::string bar =
+        std::string(size_t(fill), '=') + (fill < w ? ">" : "") + std::string(size_t(std::max(0, w - fill - 1)), ' ');
+    std::snprintf(line, sizeof line, "\r%-24.24s %3d%% [%s] %s / %s  %s/s   ", t->label.c_str(), int(frac * 100),
+                  bar.c_str(), human(double(t->have)).c_str(), human(double(t->total)).c_str(), human(rate).c_str());
   } else {
-    std::snprintf(line, sizeof line, "\r%-24.24s %s  %s/s   ", t->label.c_str(), human(double(t->have)).c_str(), human(rate).c_str());
+    std::snprintf(line, sizeof line, "\r%-24.24s %s  %s/s   ", t->label.c_str(), human(double(t->have)).c_str(),
+                  human(rate).c_str());
   }
   std::fputs(line, stderr);
   std::fflush(stderr);
@@ -265,12 +285,12 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 // Whether a failed attempt is worth resuming (the connection broke after it was made).
 bool resumable(CURLcode rc) {
-  return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING || rc == CURLE_OPERATION_TIMEDOUT ||
-         rc == CURLE_SEND_ERROR || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
+  return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING ||
+         rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
-void download(const std::string& url, const FetchOptions& o, const std::string& token, const std::string& incomplete, const Meta& m,
-              const std::string& repo, const std::string& file, FetchResult& res) {
+void download(const std::string& url, const FetchOptions& o, const std::string& token, const std::string& incomplete,
+              const Meta& m, const std::string& repo, const std::string& file, FetchResult& res) {
   Transfer t;
   t.path = incomplete;
   t.progress = o.progress;
@@ -295,7 +315,7 @@ void download(const std::string& url, const FetchOptions& o, const std::string& 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(t.out, std::fclose);
 
   for (int attempt = 0;; ++attempt) {
-    if (m.size >= 0 && t.have == uint64_t(m.size)) break;  // an earlier run got everything
+    if (m.size >= 0 && t.have == uint64_t(m.size)) break;         // an earlier run got everything
     if (m.size >= 0 && t.have > uint64_t(m.size)) start_over(t);  // stale leftovers
     CurlHandle c;
     Response r;
@@ -344,7 +364,8 @@ void download(const std::string& url, const FetchOptions& o, const std::string& 
     const std::string got = t.hash.hex();
     if (got != m.etag) {
       fs::remove(incomplete);
-      throw HubError(HubError::Checksum, file + ": sha256 mismatch: expected " + m.etag + ", got " + got + "; the file was not kept");
+      throw HubError(HubError::Checksum,
+                     file + ": sha256 mismatch: expected " + m.etag + ", got " + got + "; the file was not kept");
     }
     res.verified_sha256 = true;
   }
@@ -378,9 +399,13 @@ void link_snapshot(const fs::path& blob, const fs::path& pointer) {
 std::string repo_folder(const std::string& repo) {
   const bool ok = !repo.empty() && repo.size() < 200 && repo.front() != '/' && repo.back() != '/' &&
                   std::count(repo.begin(), repo.end(), '/') <= 1 && repo.find("..") == std::string::npos &&
-                  repo.find("--") == std::string::npos &&
-                  std::all_of(repo.begin(), repo.end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/'; });
-  if (!ok) throw HubError(HubError::Local, "'" + repo + "' is not a repository id (expected ORG/NAME, e.g. HuggingFaceTB/SmolLM2-135M-Instruct-GGUF)");
+                  repo.find("--") == std::string::npos && std::all_of(repo.begin(), repo.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/';
+                  });
+  if (!ok)
+    throw HubError(
+        HubError::Local,
+        "'" + repo + "' is not a repository id (expected ORG/NAME, e.g. HuggingFaceTB/SmolLM2-135M-Instruct-GGUF)");
   std::string f = "models--" + repo;
   if (auto k = f.find('/'); k != std::string::npos) f.replace(k, 1, "--");
   return f;

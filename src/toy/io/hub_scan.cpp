@@ -99,7 +99,8 @@ void scan_hf(const fs::path& cache, Collector& c) {
   std::error_code ec;
   if (!fs::is_directory(cache, ec)) return;
   std::vector<fs::path> repos;
-  for (fs::directory_iterator it(cache, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end; it.increment(ec))
+  for (fs::directory_iterator it(cache, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec))
     if (it->path().filename().string().rfind("models--", 0) == 0) repos.push_back(it->path());
   std::sort(repos.begin(), repos.end());
   for (const fs::path& repo : repos) {
@@ -108,7 +109,7 @@ void scan_hf(const fs::path& cache, Collector& c) {
     const fs::path snaps = repo / "snapshots";
     for (const fs::path& f : walk(snaps, 8)) {
       if (!ends_with_gguf(f)) continue;
-      const fs::path rel = f.lexically_relative(snaps);    // <commit>/<file…>
+      const fs::path rel = f.lexically_relative(snaps);  // <commit>/<file…>
       const fs::path file = rel.lexically_relative(*rel.begin());
       c.add("hf", id + "/" + file.generic_string(), f);
     }
@@ -125,8 +126,10 @@ void scan_ollama(const fs::path& root, Collector& c) {
       return v;
     }();
     std::string name;
-    if (parts.size() == 4 && parts[0] == "registry.ollama.ai" && parts[1] == "library") name = parts[2] + ":" + parts[3];
-    else if (parts.size() == 4 && parts[0] == "registry.ollama.ai") name = parts[1] + "/" + parts[2] + ":" + parts[3];
+    if (parts.size() == 4 && parts[0] == "registry.ollama.ai" && parts[1] == "library")
+      name = parts[2] + ":" + parts[3];
+    else if (parts.size() == 4 && parts[0] == "registry.ollama.ai")
+      name = parts[1] + "/" + parts[2] + ":" + parts[3];
     else if (parts.size() >= 2) {
       for (size_t i = 0; i + 1 < parts.size(); ++i) name += (i ? "/" : "") + parts[i];
       name += ":" + parts.back();
@@ -142,7 +145,8 @@ void scan_ollama(const fs::path& root, Collector& c) {
         if (layer.at("mediaType").get<std::string>() == "application/vnd.ollama.image.model")
           digest = layer.at("digest").get<std::string>();
       if (digest.empty()) continue;  // an adapter, projector-only or other non-model manifest
-      if (digest.rfind("sha256:", 0) != 0 || digest.size() != 71) throw std::runtime_error("bad digest '" + digest + "'");
+      if (digest.rfind("sha256:", 0) != 0 || digest.size() != 71)
+        throw std::runtime_error("bad digest '" + digest + "'");
     } catch (const std::exception& e) {
       c.scan.skipped.push_back({m.string(), std::string("corrupt manifest: ") + e.what()});
       continue;
@@ -187,10 +191,14 @@ std::vector<Location> search_locations() {
 Scan scan(const std::vector<Location>& locations) {
   Collector c;
   for (const Location& loc : locations) {
-    if (loc.source == "hf") scan_hf(loc.dir, c);
-    else if (loc.source == "ollama") scan_ollama(loc.dir, c);
-    else if (loc.source == "lmstudio") scan_tree(loc.source, loc.dir, 6, c);
-    else scan_tree(loc.source, loc.dir, 4, c);
+    if (loc.source == "hf")
+      scan_hf(loc.dir, c);
+    else if (loc.source == "ollama")
+      scan_ollama(loc.dir, c);
+    else if (loc.source == "lmstudio")
+      scan_tree(loc.source, loc.dir, 6, c);
+    else
+      scan_tree(loc.source, loc.dir, 4, c);
   }
   return std::move(c.scan);
 }
@@ -199,12 +207,12 @@ Scan scan() { return scan(search_locations()); }
 
 std::string file_type_name(int64_t t) {
   static const std::map<int64_t, const char*> names = {
-      {0, "F32"},      {1, "F16"},      {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
-      {9, "Q5_1"},     {10, "Q2_K"},    {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
-      {15, "Q4_K_M"},  {16, "Q5_K_S"},  {17, "Q5_K_M"}, {18, "Q6_K"},   {19, "IQ2_XXS"}, {20, "IQ2_XS"},
-      {21, "Q2_K_S"},  {22, "IQ3_XS"},  {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"},
-      {27, "IQ3_M"},   {28, "IQ2_S"},   {29, "IQ2_M"},  {30, "IQ4_XS"}, {31, "IQ1_M"},  {32, "BF16"},
-      {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4_MOE"}};
+      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},      {3, "Q4_1"},    {7, "Q8_0"},     {8, "Q5_0"},
+      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"},   {12, "Q3_K_M"}, {13, "Q3_K_L"},  {14, "Q4_K_S"},
+      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},   {18, "Q6_K"},   {19, "IQ2_XXS"}, {20, "IQ2_XS"},
+      {21, "Q2_K_S"}, {22, "IQ3_XS"}, {23, "IQ3_XXS"},  {24, "IQ1_S"},  {25, "IQ4_NL"},  {26, "IQ3_S"},
+      {27, "IQ3_M"},  {28, "IQ2_S"},  {29, "IQ2_M"},    {30, "IQ4_XS"}, {31, "IQ1_M"},   {32, "BF16"},
+      {36, "TQ1_0"},  {37, "TQ2_0"},  {38, "MXFP4_MOE"}};
   auto it = names.find(t);
   return it == names.end() ? "" : it->second;
 }
@@ -222,8 +230,9 @@ FoundModel describe_file(const std::string& path) {
   }
   if (auto ft = f->opt_int("general.file_type")) m.dtype = file_type_name(*ft);
   if (m.dtype.empty() && !bytes_by_type.empty())
-    m.dtype = std::max_element(bytes_by_type.begin(), bytes_by_type.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    m.dtype = std::max_element(bytes_by_type.begin(), bytes_by_type.end(), [](const auto& a, const auto& b) {
+                return a.second < b.second;
+              })->first;
   return m;
 }
 

@@ -60,7 +60,9 @@ void weighted_sum_portable(const float* p, const T* v, int64_t stride, int64_t n
 
 #if defined(__x86_64__) || defined(__i386__)
 TOY_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-TOY_AVX2 inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+TOY_AVX2 inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // Lane i of the result: the sum of the 8 lanes of a[i], ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)).
 TOY_AVX2 inline __m256 reduce8(const __m256* a) {
@@ -164,7 +166,8 @@ void scores(const float* q, const void* k, DType kv, int64_t stride, int64_t n, 
   const auto* kf = static_cast<const float*>(k);
   const auto* kh = static_cast<const uint16_t*>(k);
 #if defined(__x86_64__) || defined(__i386__)
-  if (avx2_for(d)) return half ? scores_avx2(q, kh, stride, n, d, scale, s) : scores_avx2(q, kf, stride, n, d, scale, s);
+  if (avx2_for(d))
+    return half ? scores_avx2(q, kh, stride, n, d, scale, s) : scores_avx2(q, kf, stride, n, d, scale, s);
 #endif
   half ? scores_portable(q, kh, stride, n, d, scale, s) : scores_portable(q, kf, stride, n, d, scale, s);
 }

@@ -37,7 +37,7 @@ namespace toy::kernels {
 
 namespace {
 
-constexpr int64_t kChunk = int64_t(4) << 20;      // bytes per claimed chunk
+constexpr int64_t kChunk = int64_t(4) << 20;  // bytes per claimed chunk
 constexpr int64_t kHugePage = int64_t(2) << 20;
 
 // Sums n bytes (a multiple of 128) as 64-bit words; the sum only keeps the loads alive.

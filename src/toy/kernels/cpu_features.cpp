@@ -50,8 +50,8 @@ bool os_saves_avx512_state() {
 
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
+  static const bool has =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   return has;
 #else
   return false;
@@ -95,9 +95,12 @@ void set_simd(Simd s) {
 
 std::string simd_level() {
   switch (simd()) {
-    case Simd::avx512vnni: return "avx512vnni+avx2+fma+f16c";
-    case Simd::avx2: return "avx2+fma+f16c";
-    default: return "scalar";
+    case Simd::avx512vnni:
+      return "avx512vnni+avx2+fma+f16c";
+    case Simd::avx2:
+      return "avx2+fma+f16c";
+    default:
+      return "scalar";
   }
 }
 

@@ -19,8 +19,8 @@ bool cpu_has_avx512vnni();  // AVX2 as above, AVX512F/BW/VL/VNNI, and the OS sav
 // AVX-512 VNNI as above and AVX512_BF16 (vdpbf16ps): the BF16 matmul of the avx512vnni path
 // uses it when present.
 bool cpu_has_avx512bf16();
-Simd simd();                // the path kernels take now
-void set_simd(Simd s);      // throws std::invalid_argument for a path the CPU lacks
-std::string simd_level();   // "avx512vnni+avx2+fma+f16c", "avx2+fma+f16c" or "scalar"
+Simd simd();               // the path kernels take now
+void set_simd(Simd s);     // throws std::invalid_argument for a path the CPU lacks
+std::string simd_level();  // "avx512vnni+avx2+fma+f16c", "avx2+fma+f16c" or "scalar"
 
 }  // namespace toy::kernels

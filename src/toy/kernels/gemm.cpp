@@ -27,11 +27,11 @@
 namespace toy::kernels {
 namespace {
 
-constexpr int MR = 6, NR = 16;             // micro-tile of C
-constexpr int64_t KC = 256;                // k values per packed block
-constexpr int64_t NC = 4096;               // columns per packed block of op(B) (4 MiB)
-constexpr int64_t kRowPanels = 8;          // row panels (48 rows) per work item
-constexpr int64_t kColPanels = 16;         // column panels (256 columns) per work item
+constexpr int MR = 6, NR = 16;      // micro-tile of C
+constexpr int64_t KC = 256;         // k values per packed block
+constexpr int64_t NC = 4096;        // columns per packed block of op(B) (4 MiB)
+constexpr int64_t kRowPanels = 8;   // row panels (48 rows) per work item
+constexpr int64_t kColPanels = 16;  // column panels (256 columns) per work item
 
 // The MR×NR tile of C at c (rows ldc apart) += Σ_k a[k]·b[k]ᵀ over kc packed k values, one
 // rank-1 update per k; starts from 0 instead of C when `from_zero`.

@@ -26,7 +26,7 @@ void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int
 struct Product {
   const void* w;  // W_i [N_i, K], row-major in dtype wt
   DType wt;
-  float* y;       // y_i [M, N_i]
+  float* y;  // y_i [M, N_i]
   int64_t N;
 };
 void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M, int64_t K);

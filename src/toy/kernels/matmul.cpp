@@ -28,11 +28,20 @@ namespace toy::kernels {
 
 DType activation_dtype(DType wt) {
   switch (wt) {
-    case DType::F16: return DType::F16;
-    case DType::BF16: return DType::BF16;
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return DType::Q8_0;
-    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return DType::Q8_K;
-    default: return DType::F32;
+    case DType::F16:
+      return DType::F16;
+    case DType::BF16:
+      return DType::BF16;
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0:
+      return DType::Q8_0;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      return DType::Q8_K;
+    default:
+      return DType::F32;
   }
 }
 
@@ -107,7 +116,9 @@ Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx
           else
             quantize_row_q8_0_act(xm, reinterpret_cast<int8_t*>(om), scales + m, M, K);
           break;
-        default: quantize(DType::Q8_K, xm, om, K); break;  // ggml's quantize_row_q8_K is the reference one
+        default:
+          quantize(DType::Q8_K, xm, om, K);
+          break;  // ggml's quantize_row_q8_K is the reference one
       }
     }
   });
@@ -224,7 +235,8 @@ void decode_super_block(const BlockQ6_K& b, int8_t* q, SuperBlock& s) {
 }
 
 // Q4_K and Q5_K share the scale packing and the nibble layout (see tensor/quant.cpp).
-template <class Block> void decode_super_block(const Block& b, int8_t* q, SuperBlock& s) {
+template <class Block>
+void decode_super_block(const Block& b, int8_t* q, SuperBlock& s) {
   s.d = fp16_to_f32(b.d);
   s.dmin = fp16_to_f32(b.dmin);
   const uint8_t* sp = b.scales;
@@ -272,16 +284,26 @@ void k_family_columns(const Act& a, const uint8_t* w, int64_t w_stride, float* y
 
 ColumnKernel scalar_column_kernel(DType wt) {
   switch (wt) {
-    case DType::F32: return f32_columns;
-    case DType::F16: return f16_columns;
-    case DType::BF16: return bf16_columns;
-    case DType::Q4_0: return q8_family_columns<DType::Q4_0>;
-    case DType::Q5_0: return q8_family_columns<DType::Q5_0>;
-    case DType::Q8_0: return q8_family_columns<DType::Q8_0>;
-    case DType::Q4_K: return k_family_columns<BlockQ4_K>;
-    case DType::Q5_K: return k_family_columns<BlockQ5_K>;
-    case DType::Q6_K: return k_family_columns<BlockQ6_K>;
-    default: return nullptr;
+    case DType::F32:
+      return f32_columns;
+    case DType::F16:
+      return f16_columns;
+    case DType::BF16:
+      return bf16_columns;
+    case DType::Q4_0:
+      return q8_family_columns<DType::Q4_0>;
+    case DType::Q5_0:
+      return q8_family_columns<DType::Q5_0>;
+    case DType::Q8_0:
+      return q8_family_columns<DType::Q8_0>;
+    case DType::Q4_K:
+      return k_family_columns<BlockQ4_K>;
+    case DType::Q5_K:
+      return k_family_columns<BlockQ5_K>;
+    case DType::Q6_K:
+      return k_family_columns<BlockQ6_K>;
+    default:
+      return nullptr;
   }
 }
 

@@ -43,25 +43,36 @@ struct Isa {
     __m256i offset_pairs;  // Q4_0/Q5_0: kOffset·(x[2i] + x[2i+1]) in int16 lane i
   };
   // Q8_0: |w|, the sign goes to x in dot. Q4_0/Q5_0: the stored q, value q − kOffset.
-  template <class W> TOY_AVX2 static __m256i weights(const typename W::Block& b) {
+  template <class W>
+  TOY_AVX2 static __m256i weights(const typename W::Block& b) {
     const __m256i q = W::q(b);
-    if constexpr (W::kOffset == 0) return _mm256_sign_epi8(q, q);
-    else return q;
+    if constexpr (W::kOffset == 0)
+      return _mm256_sign_epi8(q, q);
+    else
+      return q;
   }
-  template <class W> TOY_AVX2 static Row row(__m256i x) {
-    if constexpr (W::kOffset == 0) return {x, _mm256_setzero_si256()};
-    else return {x, _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), x)};
+  template <class W>
+  TOY_AVX2 static Row row(__m256i x) {
+    if constexpr (W::kOffset == 0)
+      return {x, _mm256_setzero_si256()};
+    else
+      return {x, _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), x)};
   }
   // Q8_0: |w|·(x·sign w); |pair| ≤ 2·128·127 as the activations lie in [−127, 127]. The signed
   // weights are loaded again rather than kept: AVX2 has 16 registers and the tile needs them.
   // Q4_0/Q5_0: Σ (q − off)·x = Σ q·x − Σ off·x, per pair in int16.
-  template <class W> TOY_AVX2 static __m256i dot(__m256i u, const typename W::Block& b, const Row& x) {
+  template <class W>
+  TOY_AVX2 static __m256i dot(__m256i u, const typename W::Block& b, const Row& x) {
     __m256i pairs;
-    if constexpr (W::kOffset == 0) pairs = _mm256_maddubs_epi16(u, _mm256_sign_epi8(x.x, W::q(b)));
-    else pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(u, x.x), x.offset_pairs);
+    if constexpr (W::kOffset == 0)
+      pairs = _mm256_maddubs_epi16(u, _mm256_sign_epi8(x.x, W::q(b)));
+    else
+      pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(u, x.x), x.offset_pairs);
     return _mm256_madd_epi16(_mm256_set1_epi16(1), pairs);
   }
-  TOY_AVX2 static __m256i add_pairs(__m256i s, __m256i a, __m256i b) { return _mm256_add_epi32(s, _mm256_madd_epi16(a, b)); }
+  TOY_AVX2 static __m256i add_pairs(__m256i s, __m256i a, __m256i b) {
+    return _mm256_add_epi32(s, _mm256_madd_epi16(a, b));
+  }
 };
 
 #include "toy/kernels/matmul_tiles.inc"
@@ -92,7 +103,8 @@ struct BF16W {  // bfloat16 is the top half of an f32: widen and shift left by 1
   }
 };
 
-template <class W> struct FloatTile {
+template <class W>
+struct FloatTile {
   template <int R, int C>
   TOY_AVX2 static void run(const Act& a, int64_t m, const uint8_t* w, int64_t ws, float* y, int64_t ldy) {
     using T = typename W::T;
@@ -105,9 +117,8 @@ template <class W> struct FloatTile {
     TOY_UNROLL
     for (int c = 0; c < C; ++c) wr[c] = reinterpret_cast<const T*>(w + c * ws);
     TOY_UNROLL
-    for (int r = 0; r < R; ++r)
-      TOY_UNROLL
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) TOY_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
       __m256 wv[C];
@@ -121,13 +132,12 @@ template <class W> struct FloatTile {
       }
     }
     TOY_UNROLL
-    for (int r = 0; r < R; ++r)
-      TOY_UNROLL
-      for (int c = 0; c < C; ++c) {
-        float s = hsum(acc[r][c]);
-        for (int64_t t = k; t < K; ++t) s += W::load1(wr[c] + t) * x[r][t];
-        y[(m + r) * ldy + c] = s;
-      }
+    for (int r = 0; r < R; ++r) TOY_UNROLL
+    for (int c = 0; c < C; ++c) {
+      float s = hsum(acc[r][c]);
+      for (int64_t t = k; t < K; ++t) s += W::load1(wr[c] + t) * x[r][t];
+      y[(m + r) * ldy + c] = s;
+    }
   }
 };
 
@@ -135,10 +145,14 @@ template <class W> struct FloatTile {
 
 ColumnKernel avx2_column_kernel(DType wt) {
   switch (wt) {
-    case DType::F32: return columns<FloatTile<F32W>, 4, 3>;
-    case DType::F16: return columns<FloatTile<F16W>, 4, 3>;
-    case DType::BF16: return columns<FloatTile<BF16W>, 4, 3>;
-    default: return quantized_column_kernel(wt);
+    case DType::F32:
+      return columns<FloatTile<F32W>, 4, 3>;
+    case DType::F16:
+      return columns<FloatTile<F16W>, 4, 3>;
+    case DType::BF16:
+      return columns<FloatTile<BF16W>, 4, 3>;
+    default:
+      return quantized_column_kernel(wt);
   }
 }
 
@@ -170,10 +184,12 @@ TOY_AVX2 void avx2_quantize_q8_0(const float* x, int8_t* q, float* d, int64_t d_
     __m256i i32[4];
     TOY_UNROLL
     for (int i = 0; i < 4; ++i)
-      i32[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      i32[i] =
+          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     // Pack to bytes; packs interleave the 128-bit lanes, the permute puts them back in order.
     const __m256i i16 = _mm256_packs_epi32(i32[0], i32[1]), j16 = _mm256_packs_epi32(i32[2], i32[3]);
-    const __m256i i8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16, j16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i i8 =
+        _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16, j16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), i8);
   }
 }

@@ -51,19 +51,25 @@ struct Isa {
     __m256i x;
     __m256i minus_offset_sums;  // −off·(x[4l] + … + x[4l+3]) in int32 lane l
   };
-  template <class W> static constexpr int kOffset = W::kOffset != 0 ? W::kOffset : 128;
+  template <class W>
+  static constexpr int kOffset = W::kOffset != 0 ? W::kOffset : 128;
 
-  template <class W> TOY_VNNI static __m256i weights(const typename W::Block& b) {
+  template <class W>
+  TOY_VNNI static __m256i weights(const typename W::Block& b) {
     const __m256i q = W::q(b);
-    if constexpr (W::kOffset == 0) return _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));
-    else return q;
+    if constexpr (W::kOffset == 0)
+      return _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));
+    else
+      return q;
   }
-  template <class W> TOY_VNNI static Row row(__m256i x) {
+  template <class W>
+  TOY_VNNI static Row row(__m256i x) {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i offset_sums = _mm256_dpbusd_epi32(zero, _mm256_set1_epi8(char(kOffset<W>)), x);
     return {x, _mm256_sub_epi32(zero, offset_sums)};
   }
-  template <class W> TOY_VNNI static __m256i dot(__m256i u, const typename W::Block&, const Row& x) {
+  template <class W>
+  TOY_VNNI static __m256i dot(__m256i u, const typename W::Block&, const Row& x) {
     return _mm256_dpbusd_epi32(x.minus_offset_sums, u, x.x);
   }
   TOY_VNNI static __m256i add_pairs(__m256i s, __m256i a, __m256i b) { return _mm256_dpwssd_epi32(s, a, b); }
@@ -108,9 +114,8 @@ struct BF16DotTile {
     TOY_UNROLL
     for (int c = 0; c < C; ++c) wr[c] = reinterpret_cast<const uint16_t*>(w + c * ws);
     TOY_UNROLL
-    for (int r = 0; r < R; ++r)
-      TOY_UNROLL
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) TOY_UNROLL
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
     // Word i of two vectors of f32 (words 0-31, 32-63) → word 2i + 1: the high halves.
     alignas(64) static constexpr int16_t kHighHalves[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21,
                                                             23, 25, 27, 29, 31, 33, 35, 37, 39, 41, 43,
@@ -131,9 +136,8 @@ struct BF16DotTile {
       }
     }
     TOY_UNROLL
-    for (int r = 0; r < R; ++r)
-      TOY_UNROLL
-      for (int c = 0; c < C; ++c) y[(m + r) * ldy + c] = hsum(acc[r][c]);
+    for (int r = 0; r < R; ++r) TOY_UNROLL
+    for (int c = 0; c < C; ++c) y[(m + r) * ldy + c] = hsum(acc[r][c]);
   }
 };
 

@@ -31,7 +31,7 @@ namespace toy::kernels {
 namespace {
 
 constexpr auto kSpin = std::chrono::microseconds(100);  // busy-wait before sleeping
-constexpr int64_t kMaxChunks = 256;                      // chunks per call, at most (fits 16 bits)
+constexpr int64_t kMaxChunks = 256;                     // chunks per call, at most (fits 16 bits)
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -40,7 +40,8 @@ inline void cpu_relax() {
 }
 
 // Spins until pred() holds, for at most `limit`; returns whether it does.
-template <class Pred> bool spin_until(Pred pred, std::chrono::microseconds limit) {
+template <class Pred>
+bool spin_until(Pred pred, std::chrono::microseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
@@ -175,14 +176,14 @@ class Pool {
   }
 
   std::vector<std::thread> workers_;
-  std::mutex busy_;                    // held by the thread running a job
-  std::mutex mu_;                      // for sleeping workers
+  std::mutex busy_;  // held by the thread running a job
+  std::mutex mu_;    // for sleeping workers
   std::condition_variable cv_;
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
-  std::atomic<uint64_t> word_{0};      // job id | number of chunks | next chunk (see above)
-  std::atomic<int64_t> done_{0};       // chunks of the current job finished
-  std::atomic<bool> failed_{false};    // a chunk of the current job threw
+  std::atomic<uint64_t> word_{0};    // job id | number of chunks | next chunk (see above)
+  std::atomic<int64_t> done_{0};     // chunks of the current job finished
+  std::atomic<bool> failed_{false};  // a chunk of the current job threw
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
   std::mutex error_mu_;

@@ -67,8 +67,10 @@ struct KvRows {
     for (int64_t j = j0; j < j1; ++j) {
       const void* r = row(g, b, kh, j);
       float* out = m + (j - j0) * g.Dh;
-      if (dtype == DType::F16) kernels::f16_to_f32(static_cast<const uint16_t*>(r), out, g.Dh);
-      else std::copy_n(static_cast<const float*>(r), g.Dh, out);
+      if (dtype == DType::F16)
+        kernels::f16_to_f32(static_cast<const uint16_t*>(r), out, g.Dh);
+      else
+        std::copy_n(static_cast<const float*>(r), g.Dh, out);
     }
   }
 };
@@ -77,16 +79,18 @@ struct KvRows {
 struct Views {
   const float* q;
   KvRows k, v;
-  float* out;      // forward: o;  backward: dq
+  float* out;  // forward: o;  backward: dq
   float *P, *capped;
   const float* dout;
 };
 
 // Rows [r0, r1) of head h of x ([B, L, heads, Dh], batch b) <-> a contiguous [r1 − r0, Dh] matrix.
-inline void gather_rows(const float* x, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0, int64_t r1, float* m) {
+inline void gather_rows(const float* x, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0,
+                        int64_t r1, float* m) {
   for (int64_t r = r0; r < r1; ++r) std::copy_n(x + ((b * L + r) * heads + h) * Dh, Dh, m + (r - r0) * Dh);
 }
-inline void scatter_rows(const float* m, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0, int64_t r1, float* x) {
+inline void scatter_rows(const float* m, int64_t L, int64_t heads, int64_t Dh, int64_t b, int64_t h, int64_t r0,
+                         int64_t r1, float* x) {
   for (int64_t r = r0; r < r1; ++r) std::copy_n(m + (r - r0) * Dh, Dh, x + ((b * L + r) * heads + h) * Dh);
 }
 
@@ -100,7 +104,8 @@ std::pair<int64_t, int64_t> chunk_keys(const Geometry& g, const AttentionOptions
 
 // Work item (b, kh, chunk c): the partials of the group's rows (head-major, then t) to part.
 // Saved probabilities get e_j for now; combine() scales them.
-void forward_chunk(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t kh, int64_t c, float* part) {
+void forward_chunk(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t kh, int64_t c,
+                   float* part) {
   const int64_t group = g.H / g.Hkv, Dh = g.Dh, stride = g.Hkv * Dh;
   float s[kKeyChunk];
   // The KV cache of a long context comes from DRAM (the weights stream through the caches in
@@ -120,7 +125,8 @@ void forward_chunk(const Views& w, const Geometry& g, const AttentionOptions& o,
       }
       const int64_t n = j1 - j0;
       const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + j0);  // (b, h, t, j0) in P and capped
-      kernels::scores(w.q + ((b * g.T + t) * g.H + h) * Dh, w.k.row(g, b, kh, j0), w.k.dtype, stride, n, Dh, o.scale, s);
+      kernels::scores(w.q + ((b * g.T + t) * g.H + h) * Dh, w.k.row(g, b, kh, j0), w.k.dtype, stride, n, Dh, o.scale,
+                      s);
       if (o.softcap > 0)
         for (int64_t j = 0; j < n; ++j) {
           s[j] = o.softcap * std::tanh(s[j] / o.softcap);
@@ -165,8 +171,8 @@ struct Scratch {
 // The gemm path, forward: queries [t0, t1) of the query heads of KV head kh in batch b, stacked
 // into one matrix (head-major) so that K and V are gathered and packed once for the group. (An
 // element of a gemm product does not depend on the other rows, so this changes no bits.)
-void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t kh, int64_t t0, int64_t t1,
-                   Scratch& m) {
+void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t kh, int64_t t0,
+                   int64_t t1, Scratch& m) {
   const int64_t Dh = g.Dh, group = g.H / g.Hkv, tb = t1 - t0, rows = group * tb;
   const int64_t jlo = g.first_key(t0, o.window), jhi = g.S - g.T + t1, span = jhi - jlo;  // keys the block sees
   float* Q = Scratch::sized(m.q, rows * Dh);
@@ -191,7 +197,7 @@ void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o,
       }
       s[j] = x;
     }
-    const float inv = 1.0f / kernels::softmax_terms(s + j0, j1 - j0).sum;  // s_j ← exp(s_j − max)
+    const float inv = 1.0f / kernels::softmax_terms(s + j0, j1 - j0).sum;             // s_j ← exp(s_j − max)
     for (int64_t j = 0; j < span; ++j) s[j] = j >= j0 && j < j1 ? s[j] * inv : 0.0f;  // P, masked
     if (w.P) std::copy_n(s + j0, j1 - j0, w.P + row + size_t(j0));
   }
@@ -201,8 +207,8 @@ void forward_block(const Views& w, const Geometry& g, const AttentionOptions& o,
 
 // The gemm path, backward for head h of batch b: dq rows of h, and this head's share of dk, dv
 // ([S, Dh] each, to be summed over the group).
-void backward_head(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t h, float* dK, float* dV,
-                   Scratch& m) {
+void backward_head(const Views& w, const Geometry& g, const AttentionOptions& o, int64_t b, int64_t h, float* dK,
+                   float* dV, Scratch& m) {
   const int64_t Dh = g.Dh, S = g.S, kh = h / (g.H / g.Hkv);
   float* K = Scratch::sized(m.k, S * Dh);
   float* V = Scratch::sized(m.v, S * Dh);
@@ -222,7 +228,7 @@ void backward_head(const Views& w, const Geometry& g, const AttentionOptions& o,
     gather_rows(w.dout, g.T, g.H, Dh, b, h, t0, t1, dO);
     for (int64_t r = 0; r < tb; ++r) std::copy_n(w.P + ((b * g.H + h) * g.T + t0 + r) * S + jlo, span, Pb + r * span);
     kernels::gemm(true, false, span, Dh, tb, Pb, dO, dV + jlo * Dh, true);  // dV += Pᵀ·dO
-    kernels::gemm(false, true, tb, span, Dh, dO, V + jlo * Dh, dS, false);                  // dP = dO·Vᵀ
+    kernels::gemm(false, true, tb, span, Dh, dO, V + jlo * Dh, dS, false);  // dP = dO·Vᵀ
     for (int64_t r = 0; r < tb; ++r) {
       const int64_t t = t0 + r, j0 = g.first_key(t, o.window) - jlo, j1 = S - g.T + t + 1 - jlo;
       const float* p = Pb + r * span;
@@ -246,7 +252,7 @@ void backward_head(const Views& w, const Geometry& g, const AttentionOptions& o,
     }
     kernels::gemm(false, false, tb, Dh, span, dS, K + jlo * Dh, dQ, false);  // dQ = dS·K
     scatter_rows(dQ, g.T, g.H, Dh, b, h, t0, t1, w.out);
-    kernels::gemm(true, false, span, Dh, tb, dS, Q, dK + jlo * Dh, true);    // dK += dSᵀ·Q
+    kernels::gemm(true, false, span, Dh, tb, dS, Q, dK + jlo * Dh, true);  // dK += dSᵀ·Q
   }
 }
 
@@ -256,7 +262,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   auto [B, T, H, Dh] = q.dims<4>("attention: q");
   auto [Bk, S, Hkv, Dk] = k.dims<4>("attention: k");
   if (k.shape() != v.shape() || Bk != B || Dk != Dh || S < T || Hkv <= 0 || H % Hkv)
-    throw ShapeError("attention: q " + to_string(q.shape()) + ", k " + to_string(k.shape()) + ", v " + to_string(v.shape()));
+    throw ShapeError("attention: q " + to_string(q.shape()) + ", k " + to_string(k.shape()) + ", v " +
+                     to_string(v.shape()));
   const bool half = k.dtype() == DType::F16;
   if (k.dtype() != v.dtype() || (!half && k.dtype() != DType::F32))
     throw ShapeError("attention: k and v must both be F32 or both F16, got " + std::string(name(k.dtype())) + " and " +
@@ -265,10 +272,15 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   const bool saving = needs_grad({&q, &k, &v});
   if (saving && half) throw ShapeError("attention: no gradient through F16 keys and values (a KV cache)");
   Tensor out = Tensor::empty(q.shape());
-  Tensor P = saving ? Tensor::zeros({B, H, T, S}) : Tensor();        // probabilities (0 where masked), for backward
+  Tensor P = saving ? Tensor::zeros({B, H, T, S}) : Tensor();  // probabilities (0 where masked), for backward
   Tensor capped = saving && o.softcap > 0 ? Tensor::zeros({B, H, T, S}) : Tensor();
-  const Views w{.q = q.data(), .k = {k.raw(), k.dtype()}, .v = {v.raw(), v.dtype()}, .out = out.data_mut(),
-                .P = saving ? P.data_mut() : nullptr, .capped = capped.defined() ? capped.data_mut() : nullptr, .dout = nullptr};
+  const Views w{.q = q.data(),
+                .k = {k.raw(), k.dtype()},
+                .v = {v.raw(), v.dtype()},
+                .out = out.data_mut(),
+                .P = saving ? P.data_mut() : nullptr,
+                .capped = capped.defined() ? capped.data_mut() : nullptr,
+                .dout = nullptr};
   if (T >= kGemmMinT) {
     const int64_t blocks = (T + kBlock - 1) / kBlock;
     kernels::parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
@@ -279,8 +291,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
       }
     });
   } else {
-    const int64_t c0 = g.first_key(0, o.window) / kKeyChunk, chunks = (S - 1) / kKeyChunk + 1 - c0;  // chunks any query sees
-    const int64_t rows = H / Hkv * T, step = partial_size(g);  // rows of a work item
+    const int64_t c0 = g.first_key(0, o.window) / kKeyChunk,
+                  chunks = (S - 1) / kKeyChunk + 1 - c0;              // chunks any query sees
+    const int64_t rows = H / Hkv * T, step = partial_size(g);         // rows of a work item
     std::vector<float> part(size_t(B * Hkv * chunks * rows * step));  // [B, Hkv, chunks, rows, step]
     kernels::parallel_for(B * Hkv * chunks, 1, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
@@ -297,10 +310,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (saving)
     record(out, "attention", {q, k, v}, [q, k, v, P, capped, g, o](const Tensor& dout) {
       Tensor dq = Tensor::zeros(q.shape()), dk = Tensor::zeros(k.shape()), dv = Tensor::zeros(v.shape());
-      const Views w{.q = q.data(), .k = {k.data(), DType::F32}, .v = {v.data(), DType::F32}, .out = dq.data_mut(), .P = const_cast<float*>(P.data()),
-                    .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr, .dout = dout.data()};
+      const Views w{.q = q.data(),
+                    .k = {k.data(), DType::F32},
+                    .v = {v.data(), DType::F32},
+                    .out = dq.data_mut(),
+                    .P = const_cast<float*>(P.data()),
+                    .capped = capped.defined() ? const_cast<float*>(capped.data()) : nullptr,
+                    .dout = dout.data()};
       const int64_t B = g.B, H = g.H, Hkv = g.Hkv, S = g.S, Dh = g.Dh, group = H / Hkv;
-      std::unique_ptr<float[]> part(new float[size_t(B * H * 2 * S * Dh)]);  // per head: dK_h, dV_h [S, Dh] (set by backward_head)
+      std::unique_ptr<float[]> part(
+          new float[size_t(B * H * 2 * S * Dh)]);  // per head: dK_h, dV_h [S, Dh] (set by backward_head)
       kernels::parallel_for(B * H, 1, [&](int64_t i0, int64_t i1) {
         Scratch m;
         for (int64_t i = i0; i < i1; ++i) {

@@ -70,7 +70,8 @@ Tensor scale(const Tensor& x, float s) {
 
 Tensor silu(const Tensor& x) {
   Tensor y = Tensor::empty(x.shape());
-  kernels::parallel_for(x.numel(), 1 << 14, [&](int64_t i0, int64_t i1) { kernels::silu(x.data() + i0, y.data_mut() + i0, i1 - i0); });
+  kernels::parallel_for(x.numel(), 1 << 14,
+                        [&](int64_t i0, int64_t i1) { kernels::silu(x.data() + i0, y.data_mut() + i0, i1 - i0); });
   if (needs_grad({&x}))
     record(y, "silu", {x}, [x](const Tensor& d) {  // silu'(v) = σ(v)(1 + v(1 − σ(v)))
       return std::vector<Tensor>{zip(d, x, [](float g, float v) {
@@ -118,7 +119,8 @@ Tensor sum(const Tensor& x) {
   for (float v : std::span(x.data(), size_t(x.numel()))) s += v;
   Tensor y = Tensor::full({}, float(s));
   if (needs_grad({&x}))
-    record(y, "sum", {x}, [shape = x.shape()](const Tensor& d) { return std::vector<Tensor>{Tensor::full(shape, d.item())}; });
+    record(y, "sum", {x},
+           [shape = x.shape()](const Tensor& d) { return std::vector<Tensor>{Tensor::full(shape, d.item())}; });
   return y;
 }
 

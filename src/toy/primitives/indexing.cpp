@@ -12,7 +12,8 @@ std::string str(int64_t v) { return std::to_string(v); }
 // rows: I32 [M] with every value in [0, N).
 void check_rows(const char* op, const Tensor& rows, int64_t N) {
   if (rows.dtype() != DType::I32 || rows.dim() != 1)
-    throw ShapeError(std::string(op) + ": rows must be I32 [M], got " + std::string(name(rows.dtype())) + " " + to_string(rows.shape()));
+    throw ShapeError(std::string(op) + ": rows must be I32 [M], got " + std::string(name(rows.dtype())) + " " +
+                     to_string(rows.shape()));
   for (int64_t m = 0; m < rows.numel(); ++m)
     if (rows.ids()[m] < 0 || rows.ids()[m] >= N)
       throw ShapeError(std::string(op) + ": row " + str(rows.ids()[m]) + " outside [0, " + str(N) + ")");
@@ -22,7 +23,8 @@ void check_rows(const char* op, const Tensor& rows, int64_t N) {
 
 Tensor slab(const Tensor& x, int64_t i) {
   if (x.dim() < 2 || i < 0 || i >= x.size(0))
-    throw ShapeError("slab: index " + str(i) + " out of range for " + to_string(x.shape()) + (x.name().empty() ? "" : " (" + x.name() + ")"));
+    throw ShapeError("slab: index " + str(i) + " out of range for " + to_string(x.shape()) +
+                     (x.name().empty() ? "" : " (" + x.name() + ")"));
   Shape inner(x.shape().begin() + 1, x.shape().end());
   Tensor y = x.row_slice(i, i + 1).reshape(inner);  // a view: same storage, offset by i slabs
   if (!x.name().empty()) y.set_name(x.name() + "[" + str(i) + "]");
@@ -43,11 +45,13 @@ Tensor narrow(const Tensor& x, int64_t begin, int64_t n) {
   Shape out = x.shape();
   out.back() = n;
   Tensor y = Tensor::empty(out);
-  for (int64_t r = 0; r < R; ++r) std::memcpy(y.data_mut() + r * n, x.data() + r * C + begin, size_t(n) * sizeof(float));
+  for (int64_t r = 0; r < R; ++r)
+    std::memcpy(y.data_mut() + r * n, x.data() + r * C + begin, size_t(n) * sizeof(float));
   if (needs_grad({&x}))
     record(y, "narrow", {x}, [shape = x.shape(), begin, n, R, C](const Tensor& dy) {
       Tensor dx = Tensor::zeros(shape);
-      for (int64_t r = 0; r < R; ++r) std::memcpy(dx.data_mut() + r * C + begin, dy.data() + r * n, size_t(n) * sizeof(float));
+      for (int64_t r = 0; r < R; ++r)
+        std::memcpy(dx.data_mut() + r * C + begin, dy.data() + r * n, size_t(n) * sizeof(float));
       return std::vector<Tensor>{dx};
     });
   return y;
@@ -58,7 +62,8 @@ Tensor gather_rows(const Tensor& x, const Tensor& rows) {
   check_rows("gather_rows", rows, N);
   const int64_t M = rows.numel();
   Tensor y = Tensor::empty({M, D});
-  for (int64_t m = 0; m < M; ++m) std::memcpy(y.data_mut() + m * D, x.data() + rows.ids()[m] * D, size_t(D) * sizeof(float));
+  for (int64_t m = 0; m < M; ++m)
+    std::memcpy(y.data_mut() + m * D, x.data() + rows.ids()[m] * D, size_t(D) * sizeof(float));
   if (needs_grad({&x}))
     record(y, "gather_rows", {x}, [shape = x.shape(), rows, M, D](const Tensor& dy) {
       Tensor dx = Tensor::zeros(shape);
@@ -105,7 +110,8 @@ Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& sr
   check_rows("scatter_add_rows", rows, N);
   const int64_t M = rows.numel();
   if (src.shape() != Shape{M, D})
-    throw ShapeError("scatter_add_rows: src " + to_string(src.shape()) + " for " + str(M) + " rows of " + to_string(base.shape()));
+    throw ShapeError("scatter_add_rows: src " + to_string(src.shape()) + " for " + str(M) + " rows of " +
+                     to_string(base.shape()));
   Tensor y = Tensor::empty(base.shape());
   std::memcpy(y.data_mut(), base.data(), base.nbytes());
   for (int64_t m = 0; m < M; ++m)
@@ -119,7 +125,8 @@ Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& sr
 
 Tensor scale_rows(const Tensor& x, const Tensor& s) {
   auto [M, D] = x.dims<2>("scale_rows: x");
-  if (s.shape() != Shape{M}) throw ShapeError("scale_rows: scales " + to_string(s.shape()) + " for x " + to_string(x.shape()));
+  if (s.shape() != Shape{M})
+    throw ShapeError("scale_rows: scales " + to_string(s.shape()) + " for x " + to_string(x.shape()));
   Tensor y = Tensor::empty(x.shape());
   for (int64_t m = 0; m < M; ++m)
     for (int64_t d = 0; d < D; ++d) y.data_mut()[m * D + d] = s.data()[m] * x.data()[m * D + d];

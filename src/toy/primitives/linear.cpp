@@ -15,7 +15,8 @@ Tensor as_f32(const Tensor& W) { return W.dtype() == DType::F32 ? W : W.clone();
 Tensor linear_output(const Tensor& x, const Tensor& W, const Tensor& b) {
   auto [N, K] = W.dims<2>("linear: W");
   if (x.dim() < 1 || x.size(-1) != K)
-    throw ShapeError("linear: x " + to_string(x.shape()) + " does not match W " + to_string(W.shape()) + " (" + W.name() + ")");
+    throw ShapeError("linear: x " + to_string(x.shape()) + " does not match W " + to_string(W.shape()) + " (" +
+                     W.name() + ")");
   if (b.defined() && b.shape() != Shape{N})
     throw ShapeError("linear: bias " + to_string(b.shape()) + " for W " + to_string(W.shape()));
   Shape out_shape = x.shape();
@@ -92,7 +93,8 @@ Tensor embedding(const Tensor& W, const Tensor& ids) {
   const int64_t rb = row_bytes(W.dtype(), D);
   for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
     if (id[i] < 0 || id[i] >= V)
-      throw ShapeError("embedding: token id " + std::to_string(id[i]) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+      throw ShapeError("embedding: token id " + std::to_string(id[i]) + " is outside the vocabulary [0, " +
+                       std::to_string(V) + ")");
     dequantize(W.dtype(), static_cast<const char*>(W.raw()) + id[i] * rb, y.data_mut() + i * D, D);
   }
   if (needs_grad({&W}))

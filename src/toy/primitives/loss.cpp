@@ -11,13 +11,15 @@ namespace toy {
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   auto [N, V] = logits.dims<2>("cross_entropy: logits");
   if (targets.shape() != Shape{N})
-    throw ShapeError("cross_entropy: targets " + to_string(targets.shape()) + " for logits " + to_string(logits.shape()));
+    throw ShapeError("cross_entropy: targets " + to_string(targets.shape()) + " for logits " +
+                     to_string(logits.shape()));
   const float* z = logits.data();
   const int32_t* y = targets.ids();
   std::vector<double> row_loss(static_cast<size_t>(N));
   Tensor lse = Tensor::empty({N});  // logsumexp per row, for backward
   for (int64_t n = 0; n < N; ++n)
-    if (y[n] < 0 || y[n] >= V) throw ShapeError("cross_entropy: target " + std::to_string(y[n]) + " outside [0, " + std::to_string(V) + ")");
+    if (y[n] < 0 || y[n] >= V)
+      throw ShapeError("cross_entropy: target " + std::to_string(y[n]) + " outside [0, " + std::to_string(V) + ")");
   kernels::parallel_for(N, 4, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
       const float* zn = z + n * V;

@@ -12,7 +12,8 @@ namespace toy {
 // Backward, with x̂ = x·r and g = dy·w:  dx = r·(g − x̂·mean(g·x̂)),  dw = Σ_rows dy·x̂.
 Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   const int64_t D = x.size(-1);
-  if (w.shape() != Shape{D}) throw ShapeError("rms_norm: weight " + to_string(w.shape()) + " for x " + to_string(x.shape()));
+  if (w.shape() != Shape{D})
+    throw ShapeError("rms_norm: weight " + to_string(w.shape()) + " for x " + to_string(x.shape()));
   const int64_t R = x.numel() / D;
   Tensor y = Tensor::empty(x.shape());
   Tensor rstd = Tensor::empty({R});
@@ -68,7 +69,8 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
 Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) {
   const int64_t D = x.size(-1);
   if (w.shape() != Shape{D} || b.shape() != Shape{D})
-    throw ShapeError("layer_norm: weight " + to_string(w.shape()) + " / bias " + to_string(b.shape()) + " for x " + to_string(x.shape()));
+    throw ShapeError("layer_norm: weight " + to_string(w.shape()) + " / bias " + to_string(b.shape()) + " for x " +
+                     to_string(x.shape()));
   const int64_t R = x.numel() / D;
   Tensor y = Tensor::empty(x.shape()), xhat = Tensor::empty(x.shape()), rstd = Tensor::empty({R});
   const float *px = x.data(), *pw = w.data(), *pb = b.data();

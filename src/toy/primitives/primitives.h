@@ -16,15 +16,15 @@
 namespace toy {
 
 // --- elementwise ------------------------------------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b);             // same shape
-Tensor mul(const Tensor& a, const Tensor& b);             // same shape
-Tensor scale(const Tensor& x, float s);                   // s·x
+Tensor add(const Tensor& a, const Tensor& b);  // same shape
+Tensor mul(const Tensor& a, const Tensor& b);  // same shape
+Tensor scale(const Tensor& x, float s);        // s·x
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 
-Tensor silu(const Tensor& x);                             // x·σ(x)
-Tensor gelu_tanh(const Tensor& x);                        // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), ggml's fp16 table
-Tensor softcap(const Tensor& x, float cap);               // cap·tanh(x/cap)
+Tensor silu(const Tensor& x);                // x·σ(x)
+Tensor gelu_tanh(const Tensor& x);           // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), ggml's fp16 table
+Tensor softcap(const Tensor& x, float cap);  // cap·tanh(x/cap)
 
 // --- projections ------------------------------------------------------------------------
 // y = x·Wᵀ (+ b).  x: [..., in], W: [out, in] (any dtype; trainable when F32), b: [out] -> [..., out]
@@ -48,9 +48,9 @@ enum class RopeMode {
 };
 struct Rope {
   RopeMode mode = RopeMode::Norm;
-  int64_t n_rot = 0;          // rotated dimensions (≤ Dh), e.g. 64
-  float base = 10000.0f;      // θ_i = p · base^(−2i/n_rot) / freq_factors[i]
-  Tensor freq_factors;        // optional [n_rot/2] (Llama-3 scaling, `rope_freqs.weight`)
+  int64_t n_rot = 0;      // rotated dimensions (≤ Dh), e.g. 64
+  float base = 10000.0f;  // θ_i = p · base^(−2i/n_rot) / freq_factors[i]
+  Tensor freq_factors;    // optional [n_rot/2] (Llama-3 scaling, `rope_freqs.weight`)
 };
 // Rotates each head of x[b, t] by the angles of position pos[b, t] (rows of a batch may sit at
 // different positions: a batched decode step).  x: [B, T, H, Dh], pos: I32 [B, T] -> [B, T, H, Dh]
@@ -58,9 +58,9 @@ Tensor rope(const Tensor& x, const Tensor& pos, const Rope& r);
 
 // --- attention --------------------------------------------------------------------------
 struct AttentionOptions {
-  float scale = 1.0f;         // multiplies q·k, usually 1/sqrt(Dh)
-  float softcap = 0.0f;       // > 0: scores = cap·tanh(scores/cap) before the mask (gemma2)
-  int64_t window = 0;         // > 0: a query at p sees keys at p−window < pk ≤ p (sliding window)
+  float scale = 1.0f;    // multiplies q·k, usually 1/sqrt(Dh)
+  float softcap = 0.0f;  // > 0: scores = cap·tanh(scores/cap) before the mask (gemma2)
+  int64_t window = 0;    // > 0: a query at p sees keys at p−window < pk ≤ p (sliding window)
 };
 // Causal grouped-query attention. Query t sits at position S − T + t and sees keys ≤ its
 // position; query head h reads KV head h / (H / Hkv).
@@ -73,6 +73,6 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 
 // --- reductions used by recipes ---------------------------------------------------------
-Tensor sum(const Tensor& x);                              // -> scalar
+Tensor sum(const Tensor& x);  // -> scalar
 
 }  // namespace toy

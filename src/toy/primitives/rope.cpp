@@ -32,10 +32,15 @@ const AngleTable& angles(const std::vector<int32_t>& at, const Rope& r) {
   const int64_t half = r.n_rot / 2;
   const std::span<const float> factors =
       r.freq_factors.defined() ? std::span<const float>(r.freq_factors.data(), size_t(half)) : std::span<const float>();
-  if (last.at == at && last.base == r.base && last.n_rot == r.n_rot && std::ranges::equal(last.factors, factors)) return last;
+  if (last.at == at && last.base == r.base && last.n_rot == r.n_rot && std::ranges::equal(last.factors, factors))
+    return last;
   const int64_t P = int64_t(at.size());
-  last = {.at = at, .base = r.base, .n_rot = r.n_rot, .factors = std::vector<float>(factors.begin(), factors.end()),
-          .cos = std::vector<float>(size_t(P * half)), .sin = std::vector<float>(size_t(P * half))};
+  last = {.at = at,
+          .base = r.base,
+          .n_rot = r.n_rot,
+          .factors = std::vector<float>(factors.begin(), factors.end()),
+          .cos = std::vector<float>(size_t(P * half)),
+          .sin = std::vector<float>(size_t(P * half))};
   for (int64_t t = 0; t < P; ++t)
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(at[size_t(t)]) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
@@ -50,11 +55,13 @@ Tensor rotate(const Tensor& x, const Tensor& pos, const Rope& r, float sign) {
   auto [B, T, H, Dh] = x.dims<4>("rope: x");
   const int64_t half = r.n_rot / 2;
   if (pos.shape() != Shape{B, T} || pos.dtype() != DType::I32)
-    throw ShapeError("rope: positions " + to_string(pos.shape()) + " for x " + to_string(x.shape()) + ", expected I32 [B, T]");
+    throw ShapeError("rope: positions " + to_string(pos.shape()) + " for x " + to_string(x.shape()) +
+                     ", expected I32 [B, T]");
   if (r.n_rot <= 0 || r.n_rot > Dh || r.n_rot % 2)
     throw ShapeError("rope: n_rot " + std::to_string(r.n_rot) + " does not fit d_head " + std::to_string(Dh));
   if (r.freq_factors.defined() && r.freq_factors.numel() < half)
-    throw ShapeError("rope: rope_freqs has " + std::to_string(r.freq_factors.numel()) + " factors, need " + std::to_string(half));
+    throw ShapeError("rope: rope_freqs has " + std::to_string(r.freq_factors.numel()) + " factors, need " +
+                     std::to_string(half));
   // cos/sin table [P, half] for the P distinct positions that occur (sorted), angles in double
   // (ggml uses float; the difference is ≤ 1e-13 in logits). A position's angles do not depend on
   // the other rows, so a row rotates the same alone or in a batch.
@@ -67,7 +74,7 @@ Tensor rotate(const Tensor& x, const Tensor& pos, const Rope& r, float sign) {
   const std::vector<float>&cs = table.cos, &sn = table.sin;
   const float* px = x.data();
   float* py = y.data_mut();
-  const int64_t stride_a = r.mode == RopeMode::Norm ? 2 : 1;   // index of pair member a
+  const int64_t stride_a = r.mode == RopeMode::Norm ? 2 : 1;     // index of pair member a
   const int64_t offset_b = r.mode == RopeMode::Norm ? 1 : half;  // b = a + offset_b
   kernels::parallel_for(B * T, 4, [&](int64_t bt0, int64_t bt1) {
     for (int64_t bt = bt0; bt < bt1; ++bt) {

@@ -63,8 +63,8 @@ Tensor top_k(const Tensor& x, int64_t k) {
 
 MoeRoute moe_route(const Tensor& logits, int64_t k) {
   auto [N, E] = logits.dims<2>("moe_route: logits");
-  Tensor p = softmax(logits);                                        // [N, E]
-  Tensor expert = top_k(p, k);                                       // I32 [N, k]
+  Tensor p = softmax(logits);   // [N, E]
+  Tensor expert = top_k(p, k);  // I32 [N, k]
   // p[n, expert[n, j]] as rows of p viewed as [N·E, 1]: flat index n·E + expert[n, j].
   std::vector<int32_t> flat(static_cast<size_t>(N * k));
   for (int64_t i = 0; i < N * k; ++i) flat[size_t(i)] = int32_t(i / k * E + expert.ids()[i]);

@@ -4,15 +4,15 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <type_traits>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "toy/archs/llama.h"
 #include "toy/engines/events.h"
@@ -62,8 +62,10 @@ ordered_json to_json(const TrainRunConfig& c0) {
   TrainRunConfig c = c0;
   ordered_json j;
   for_each_setting(c, [&](const char* key, auto& v) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, float>) j[key] = std::stod(shortest(v));  // 0.001, not 0.0010000000474974513
-    else j[key] = v;
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, float>)
+      j[key] = std::stod(shortest(v));  // 0.001, not 0.0010000000474974513
+    else
+      j[key] = v;
   });
   return j;
 }
@@ -103,10 +105,13 @@ void validate(const TrainRunConfig& c) {
     need(c.d_model >= 1 && c.d_model <= kBig, "--d-model must be in [1, 2^20], got " + std::to_string(c.d_model));
     need(c.n_layer >= 1 && c.n_layer <= 4096, "--layers must be in [1, 4096], got " + std::to_string(c.n_layer));
     need(c.n_head >= 1 && c.n_head <= c.d_model, "--heads must be in [1, d-model], got " + std::to_string(c.n_head));
-    need(c.d_model % c.n_head == 0, "--d-model " + std::to_string(c.d_model) + " is not divisible by --heads " + std::to_string(c.n_head));
-    need((c.d_model / c.n_head) % 2 == 0, "the head size d-model/heads = " + std::to_string(c.d_model / c.n_head) + " must be even (RoPE rotates pairs)");
+    need(c.d_model % c.n_head == 0,
+         "--d-model " + std::to_string(c.d_model) + " is not divisible by --heads " + std::to_string(c.n_head));
+    need((c.d_model / c.n_head) % 2 == 0, "the head size d-model/heads = " + std::to_string(c.d_model / c.n_head) +
+                                              " must be even (RoPE rotates pairs)");
     const int64_t kv = c.n_kv_head ? c.n_kv_head : c.n_head;
-    need(kv >= 1 && c.n_head % kv == 0, "--kv-heads " + std::to_string(c.n_kv_head) + " must divide --heads " + std::to_string(c.n_head));
+    need(kv >= 1 && c.n_head % kv == 0,
+         "--kv-heads " + std::to_string(c.n_kv_head) + " must divide --heads " + std::to_string(c.n_head));
     need(c.d_ff >= 0 && c.d_ff <= kBig, "--ff must be in [0, 2^20], got " + std::to_string(c.d_ff));
     need(c.rope_base > 0 && std::isfinite(c.rope_base), "--rope-base must be positive");
     need(c.rms_eps > 0 && std::isfinite(c.rms_eps), "--rms-eps must be positive");
@@ -115,7 +120,8 @@ void validate(const TrainRunConfig& c) {
   need(c.batch >= 1 && c.batch <= kBig, "--batch must be in [1, 2^20], got " + std::to_string(c.batch));
   need(c.steps >= 1, "--steps must be at least 1, got " + std::to_string(c.steps));
   need(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " + std::to_string(c.lr));
-  need(c.schedule == "cosine" || c.schedule == "constant", "--schedule must be cosine or constant, got '" + c.schedule + "'");
+  need(c.schedule == "cosine" || c.schedule == "constant",
+       "--schedule must be cosine or constant, got '" + c.schedule + "'");
   need(c.warmup >= 0, "--warmup must be ≥ 0");
   need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "--min-lr-ratio must be in [0, 1]");
   need(c.beta1 >= 0 && c.beta1 < 1, "--beta1 must be in [0, 1)");
@@ -125,7 +131,8 @@ void validate(const TrainRunConfig& c) {
   need(c.clip >= 0 && std::isfinite(c.clip), "--clip must be ≥ 0 (0 disables clipping)");
   need(c.eval_fraction >= 0 && c.eval_fraction <= 0.5, "--eval-fraction must be in [0, 0.5]");
   need(c.eval_batches >= 1, "--eval-batches must be at least 1");
-  need(c.eval_every >= 0 && c.checkpoint_every >= 0 && c.stop_after >= 0, "--eval-every, --checkpoint-every and --stop-after must be ≥ 0");
+  need(c.eval_every >= 0 && c.checkpoint_every >= 0 && c.stop_after >= 0,
+       "--eval-every, --checkpoint-every and --stop-after must be ≥ 0");
   need(c.threads >= 0 && c.threads <= 1024, "--threads must be in [0, 1024]");
   need(!c.recipe.empty(), "empty recipe name");
 }
@@ -143,8 +150,14 @@ std::shared_ptr<const gguf::GgufFile> open_input(const std::string& path, const 
 LlamaHparams hparams_of(const TrainRunConfig& c, int64_t n_vocab) {
   LlamaHparams hp;
   const int64_t d_head = c.d_model / c.n_head;
-  hp.c = {.arch = "llama", .n_vocab = n_vocab, .d_model = c.d_model, .n_layer = c.n_layer, .n_head = c.n_head,
-          .n_kv_head = c.n_kv_head ? c.n_kv_head : c.n_head, .d_head = d_head, .d_ff = c.d_ff ? c.d_ff : 3 * c.d_model,
+  hp.c = {.arch = "llama",
+          .n_vocab = n_vocab,
+          .d_model = c.d_model,
+          .n_layer = c.n_layer,
+          .n_head = c.n_head,
+          .n_kv_head = c.n_kv_head ? c.n_kv_head : c.n_head,
+          .d_head = d_head,
+          .d_ff = c.d_ff ? c.d_ff : 3 * c.d_model,
           .n_ctx = c.context};
   hp.rms_eps = c.rms_eps;
   hp.attn.n_head = hp.c.n_head;
@@ -202,7 +215,8 @@ Data load_data(const TrainRunConfig& c, const Tokenizer* tok, int64_t n_vocab, s
       TokenSplit held;
       held.held_out = IdBlocks::read(c.eval_ids, n_vocab).ids();
       if (int64_t(held.held_out.size()) < T + 1)
-        throw DataError(c.eval_ids + ": " + std::to_string(held.held_out.size()) + " ids, fewer than one window of context + 1");
+        throw DataError(c.eval_ids + ": " + std::to_string(held.held_out.size()) +
+                        " ids, fewer than one window of context + 1");
       eval_set(held);
       d.summary["eval_ids"] = c.eval_ids;
     }
@@ -221,12 +235,16 @@ Data load_data(const TrainRunConfig& c, const Tokenizer* tok, int64_t n_vocab, s
   } catch (const DataError& e) {
     throw DataError(c.corpus + ": " + e.what());
   }
-  std::fprintf(err, "corpus %s: %zu bytes -> %zu tokens in %.1fs (train %zu, held out %zu)\n", c.corpus.c_str(), text.size(),
-               n_tokens, secs, split->train.size(), split->held_out.size());
+  std::fprintf(err, "corpus %s: %zu bytes -> %zu tokens in %.1fs (train %zu, held out %zu)\n", c.corpus.c_str(),
+               text.size(), n_tokens, secs, split->train.size(), split->held_out.size());
   d.batch_ids = [split, B, T, seed = c.seed](int64_t s) { return split->sample(s, B, T, seed); };
   eval_set(*split);
-  d.summary = {{"source", "corpus"}, {"path", c.corpus}, {"bytes", text.size()}, {"tokens", n_tokens},
-               {"train_tokens", split->train.size()}, {"held_out_tokens", split->held_out.size()}};
+  d.summary = {{"source", "corpus"},
+               {"path", c.corpus},
+               {"bytes", text.size()},
+               {"tokens", n_tokens},
+               {"train_tokens", split->train.size()},
+               {"held_out_tokens", split->held_out.size()}};
   return d;
 }
 
@@ -243,9 +261,12 @@ double evaluate(const TrainEngine& e, const std::vector<Batch>& batches) {
 
 std::string duration_text(double s) {
   char b[32];
-  if (s < 60) std::snprintf(b, sizeof b, "%.0fs", s);
-  else if (s < 3600) std::snprintf(b, sizeof b, "%dm%02ds", int(s) / 60, int(s) % 60);
-  else std::snprintf(b, sizeof b, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
+  if (s < 60)
+    std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(b, sizeof b, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else
+    std::snprintf(b, sizeof b, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
   return b;
 }
 
@@ -262,8 +283,8 @@ class Progress {
     const int fill = total > 0 ? int(double(kWidth) * double(step) / double(total)) : 0;
     std::string bar(size_t(fill), '=');
     if (fill < kWidth) bar += '>' + std::string(size_t(kWidth - fill - 1), ' ');
-    std::fprintf(err_, "\r\033[K%lld/%lld [%s] loss %.4f  %.1fk tok/s  ETA %s", (long long)step, (long long)total, bar.c_str(), loss,
-                 tok_per_s / 1000, duration_text(eta_s).c_str());
+    std::fprintf(err_, "\r\033[K%lld/%lld [%s] loss %.4f  %.1fk tok/s  ETA %s", (long long)step, (long long)total,
+                 bar.c_str(), loss, tok_per_s / 1000, duration_text(eta_s).c_str());
     std::fflush(err_);
     visible_ = true;
   }
@@ -287,12 +308,15 @@ class Progress {
 };
 
 // Curve points of the events logged before `resume_step` (for loss.svg after a resume).
-void read_curves(const std::string& path, int64_t resume_step, std::vector<CurvePoint>& train, std::vector<CurvePoint>& eval) {
+void read_curves(const std::string& path, int64_t resume_step, std::vector<CurvePoint>& train,
+                 std::vector<CurvePoint>& eval) {
   std::map<int64_t, double> tr, ev;
   std::istringstream in(fs::exists(path) ? read_file(path) : std::string());
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("loss") || !j["loss"].is_number()) continue;
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("loss") ||
+        !j["loss"].is_number())
+      continue;
     const int64_t s = j["step"];
     if (j.value("event", "") == "step" && s < resume_step) tr[s] = j["loss"];
     if (j.value("event", "") == "eval" && s <= resume_step) ev[s] = j["loss"];
@@ -307,8 +331,9 @@ void read_curves(const std::string& path, int64_t resume_step, std::vector<Curve
 Checkpoint write_checkpoint(TrainEngine& engine, const Tokenizer* tok, const std::string& run_dir, int64_t step,
                             const TrainRunConfig& c, int64_t prev_step, bool final) {
   const Checkpoint k{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
-  write_optimizer_gguf(engine.optimizer(), k.optimizer,
-                       {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}});
+  write_optimizer_gguf(
+      engine.optimizer(), k.optimizer,
+      {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}});
   write_model_gguf(engine.model(), tok, k.model, "toy-" + c.recipe);
   std::error_code ec;
   if (prev_step > 0 && prev_step != step) fs::remove(checkpoint_optimizer_path(run_dir, prev_step), ec);
@@ -341,33 +366,44 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
   std::optional<Checkpoint> ckpt;
   if (resuming) {
     ckpt = latest_resumable_checkpoint(resume_dir);
-    if (!ckpt) throw DataError(resume_dir + ": no checkpoint to resume from (weights/step-N.gguf with its step-N.optim.gguf)");
+    if (!ckpt)
+      throw DataError(resume_dir + ": no checkpoint to resume from (weights/step-N.gguf with its step-N.optim.gguf)");
     if (ckpt->step >= c.steps)
-      throw ConfigError(resume_dir + " already has " + std::to_string(ckpt->step) + " steps; pass --steps greater than that to train further");
+      throw ConfigError(resume_dir + " already has " + std::to_string(ckpt->step) +
+                        " steps; pass --steps greater than that to train further");
     if (c.stop_after > 0 && c.stop_after <= ckpt->step)
-      throw ConfigError("--stop-after " + std::to_string(c.stop_after) + " is not after the checkpoint at step " + std::to_string(ckpt->step));
+      throw ConfigError("--stop-after " + std::to_string(c.stop_after) + " is not after the checkpoint at step " +
+                        std::to_string(ckpt->step));
   }
 
   std::string run_dir = resume_dir;
   if (!resuming) {
     if (c.run_id.empty()) c.run_id = new_run_id(c.recipe);
     run_dir = (fs::path(c.runs_dir) / c.run_id).string();
-    if (fs::exists(run_dir)) throw ConfigError("run directory " + run_dir + " exists: continue it with --resume " + run_dir + ", or pick another --run-id");
+    if (fs::exists(run_dir))
+      throw ConfigError("run directory " + run_dir + " exists: continue it with --resume " + run_dir +
+                        ", or pick another --run-id");
   }
 
   // Tokenizer: --tokenizer, else the one in --init-weights, else bytes (from scratch).
   std::shared_ptr<const gguf::GgufFile> init_file;
   if (!c.init_weights.empty()) init_file = open_input(c.init_weights, "--init-weights");
   std::shared_ptr<const Tokenizer> tok;
-  if (!c.tokenizer.empty()) tok = Tokenizer::from_gguf(*open_input(c.tokenizer, "--tokenizer"));
-  else if (init_file && init_file->has("tokenizer.ggml.tokens")) tok = Tokenizer::from_gguf(*init_file);
-  else if (!init_file) tok = Tokenizer::byte_level();
-  if (!tok) std::fprintf(io.err, "warning: no tokenizer (--init-weights has none): checkpoints will have no vocabulary\n");
+  if (!c.tokenizer.empty())
+    tok = Tokenizer::from_gguf(*open_input(c.tokenizer, "--tokenizer"));
+  else if (init_file && init_file->has("tokenizer.ggml.tokens"))
+    tok = Tokenizer::from_gguf(*init_file);
+  else if (!init_file)
+    tok = Tokenizer::byte_level();
+  if (!tok)
+    std::fprintf(io.err, "warning: no tokenizer (--init-weights has none): checkpoints will have no vocabulary\n");
 
   // Model: the checkpoint when resuming, else --init-weights, else random weights.
   std::unique_ptr<Model> model;
-  if (ckpt) model = load_model(gguf::GgufFile::open(ckpt->model));
-  else if (init_file) model = load_model(init_file);
+  if (ckpt)
+    model = load_model(gguf::GgufFile::open(ckpt->model));
+  else if (init_file)
+    model = load_model(init_file);
   else {
     const LlamaHparams hp = hparams_of(c, tok->n_vocab());
     model = std::make_unique<LlamaModel>(hp, LlamaModel::random_weights(hp, c.tied, c.seed));
@@ -375,21 +411,25 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
   init_file.reset();
   const int64_t V = model->config().n_vocab;
   if (tok && tok->n_vocab() != V)
-    throw DataError("the tokenizer has " + std::to_string(tok->n_vocab()) + " tokens but the model's vocabulary has " + std::to_string(V));
+    throw DataError("the tokenizer has " + std::to_string(tok->n_vocab()) + " tokens but the model's vocabulary has " +
+                    std::to_string(V));
 
   Data data = load_data(c, tok.get(), V, io.err);
   const bool has_eval = !data.eval.empty();
 
   TrainConfig tc{.schedule = {.kind = c.schedule == "constant" ? ScheduleKind::Constant : ScheduleKind::Cosine,
-                              .lr = c.lr, .warmup = c.warmup, .total = c.steps, .min_lr_ratio = c.min_lr_ratio},
+                              .lr = c.lr,
+                              .warmup = c.warmup,
+                              .total = c.steps,
+                              .min_lr_ratio = c.min_lr_ratio},
                  .adamw = {.beta1 = c.beta1, .beta2 = c.beta2, .eps = c.eps, .weight_decay = c.weight_decay},
                  .clip = c.clip};
   TrainEngine engine(*model, tc);
   if (ckpt) {
     engine.optimizer().load(*gguf::GgufFile::open(ckpt->optimizer));
     if (engine.steps() != ckpt->step)
-      throw DataError(ckpt->optimizer + ": optimizer state has " + std::to_string(engine.steps()) + " steps, the checkpoint name says " +
-                      std::to_string(ckpt->step));
+      throw DataError(ckpt->optimizer + ": optimizer state has " + std::to_string(engine.steps()) +
+                      " steps, the checkpoint name says " + std::to_string(ckpt->step));
   }
 
   // The bundle. Temporary files of a killed run (`<name>.tmp.<pid>`) are removed on resume.
@@ -409,19 +449,35 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
   const int64_t end = c.stop_after > 0 ? std::min(c.steps, c.stop_after) : c.steps;
   const int64_t n_params = count_params(engine.params());
   const ModelConfig& mc = model->config();
-  std::fprintf(io.err, "%s %s: %lld parameters (d_model %lld, %lld layers, %lld/%lld heads, d_ff %lld, vocab %lld), B %lld x T %lld, steps %lld..%lld\n",
-               resuming ? "resuming" : "run", run_dir.c_str(), (long long)n_params, (long long)mc.d_model, (long long)mc.n_layer,
-               (long long)mc.n_head, (long long)mc.n_kv_head, (long long)mc.d_ff, (long long)V, (long long)B, (long long)T,
-               (long long)start, (long long)end);
-  events.emit("run_start", {{"schema", kEventSchema}, {"run_id", fs::path(run_dir).filename().string()}, {"recipe", c.recipe},
-                            {"toy_version", TOY_VERSION}, {"resumed_from_step", resuming ? ordered_json(start) : ordered_json(nullptr)},
-                            {"steps", c.steps}, {"threads", kernels::num_threads()}, {"parameters", n_params},
-                            {"model", {{"arch", mc.arch}, {"n_vocab", V}, {"d_model", mc.d_model}, {"n_layer", mc.n_layer},
-                                       {"n_head", mc.n_head}, {"n_kv_head", mc.n_kv_head}, {"d_ff", mc.d_ff}}},
-                            {"data", data.summary}, {"config", to_json(c)}});
+  std::fprintf(io.err,
+               "%s %s: %lld parameters (d_model %lld, %lld layers, %lld/%lld heads, d_ff %lld, vocab %lld), B %lld x T "
+               "%lld, steps %lld..%lld\n",
+               resuming ? "resuming" : "run", run_dir.c_str(), (long long)n_params, (long long)mc.d_model,
+               (long long)mc.n_layer, (long long)mc.n_head, (long long)mc.n_kv_head, (long long)mc.d_ff, (long long)V,
+               (long long)B, (long long)T, (long long)start, (long long)end);
+  events.emit("run_start", {{"schema", kEventSchema},
+                            {"run_id", fs::path(run_dir).filename().string()},
+                            {"recipe", c.recipe},
+                            {"toy_version", TOY_VERSION},
+                            {"resumed_from_step", resuming ? ordered_json(start) : ordered_json(nullptr)},
+                            {"steps", c.steps},
+                            {"threads", kernels::num_threads()},
+                            {"parameters", n_params},
+                            {"model",
+                             {{"arch", mc.arch},
+                              {"n_vocab", V},
+                              {"d_model", mc.d_model},
+                              {"n_layer", mc.n_layer},
+                              {"n_head", mc.n_head},
+                              {"n_kv_head", mc.n_kv_head},
+                              {"d_ff", mc.d_ff}}},
+                            {"data", data.summary},
+                            {"config", to_json(c)}});
 
   const std::string title = fs::path(run_dir).filename().string() + ": " + std::to_string(n_params) + " parameters";
-  auto write_plot = [&] { write_file_atomic((fs::path(run_dir) / "loss.svg").string(), loss_svg(train_curve, eval_curve, title)); };
+  auto write_plot = [&] {
+    write_file_atomic((fs::path(run_dir) / "loss.svg").string(), loss_svg(train_curve, eval_curve, title));
+  };
   const bool out_is_tty = ::isatty(fileno(io.out)) != 0;
   Progress bar(io.err, io.progress, out_is_tty);
   auto print_line = [&](const char* fmt, long long s, double v) {
@@ -440,16 +496,21 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
       const double l = evaluate(engine, data.eval);
       result.last_eval_loss = l;
       print_line("eval %lld: val_loss=%.9g\n", s, l);
-      events.emit("eval", {{"step", s}, {"loss", l}, {"batches", data.eval.size()},
+      events.emit("eval", {{"step", s},
+                           {"loss", l},
+                           {"batches", data.eval.size()},
                            {"seconds", std::chrono::duration<double>(Clock::now() - t0).count()}});
       eval_curve.push_back({double(s), l});
       write_plot();
     }
     if (s > start && (s == end || (c.checkpoint_every > 0 && s % c.checkpoint_every == 0))) {
-      const Checkpoint saved = write_checkpoint(engine, tok.get(), run_dir, s, c, prev_checkpoint, /*final=*/s == c.steps);
+      const Checkpoint saved =
+          write_checkpoint(engine, tok.get(), run_dir, s, c, prev_checkpoint, /*final=*/s == c.steps);
       prev_checkpoint = s;
-      events.emit("checkpoint", {{"step", s}, {"path", fs::relative(saved.model, run_dir).string()},
-                                 {"optimizer", fs::relative(saved.optimizer, run_dir).string()}, {"bytes", fs::file_size(saved.model)}});
+      events.emit("checkpoint", {{"step", s},
+                                 {"path", fs::relative(saved.model, run_dir).string()},
+                                 {"optimizer", fs::relative(saved.optimizer, run_dir).string()},
+                                 {"bytes", fs::file_size(saved.model)}});
       write_plot();
       result.steps_done = s;
     }
@@ -463,16 +524,24 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
     if (!std::isfinite(r.loss)) {
       bar.finish();
       events.emit("run_end", {{"status", "diverged"}, {"step", s}});
-      throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(s) + " (try a lower --lr)");
+      throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(s) +
+                               " (try a lower --lr)");
     }
     last_loss = r.loss;
     const double tok_s = double(B * T) / secs;
-    events.emit("step", {{"step", s}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"clip_scale", r.clip_scale},
-                         {"tokens", (s + 1) * B * T}, {"seconds", secs}, {"tokens_per_s", tok_s}});
+    events.emit("step", {{"step", s},
+                         {"loss", r.loss},
+                         {"lr", r.lr},
+                         {"grad_norm", r.grad_norm},
+                         {"clip_scale", r.clip_scale},
+                         {"tokens", (s + 1) * B * T},
+                         {"seconds", secs},
+                         {"tokens_per_s", tok_s}});
     train_curve.push_back({double(s), r.loss});
     const double elapsed = std::chrono::duration<double>(Clock::now() - t_start).count();
     const double done = double(s + 1 - start);
-    bar.update(s + 1, c.steps, r.loss, done * double(B * T) / elapsed, elapsed / done * double(end - s - 1), /*force=*/s + 1 == end);
+    bar.update(s + 1, c.steps, r.loss, done * double(B * T) / elapsed, elapsed / done * double(end - s - 1),
+               /*force=*/s + 1 == end);
   }
   bar.finish();
 
@@ -480,15 +549,20 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
   const int64_t trained = end - start;
   result.last_loss = last_loss;
   result.completed = end == c.steps;
-  events.emit("run_end", {{"status", result.completed ? "completed" : "stopped"}, {"step", end}, {"loss", last_loss},
-                          {"eval_loss", result.last_eval_loss >= 0 ? ordered_json(result.last_eval_loss) : ordered_json(nullptr)},
-                          {"seconds", elapsed}, {"tokens_per_s", double(trained * B * T) / elapsed},
-                          {"checkpoint", fs::relative(checkpoint_model_path(run_dir, end), run_dir).string()}});
+  events.emit("run_end",
+              {{"status", result.completed ? "completed" : "stopped"},
+               {"step", end},
+               {"loss", last_loss},
+               {"eval_loss", result.last_eval_loss >= 0 ? ordered_json(result.last_eval_loss) : ordered_json(nullptr)},
+               {"seconds", elapsed},
+               {"tokens_per_s", double(trained * B * T) / elapsed},
+               {"checkpoint", fs::relative(checkpoint_model_path(run_dir, end), run_dir).string()}});
   write_plot();
   std::fprintf(io.err, "%s %lld steps (%lld tokens) in %s, %.0f tok/s; last loss %.4f%s; bundle %s\n",
                result.completed ? "trained" : "stopped after", (long long)trained, (long long)(trained * B * T),
                duration_text(elapsed).c_str(), double(trained * B * T) / elapsed, last_loss,
-               result.last_eval_loss >= 0 ? (", eval " + std::to_string(result.last_eval_loss)).c_str() : "", run_dir.c_str());
+               result.last_eval_loss >= 0 ? (", eval " + std::to_string(result.last_eval_loss)).c_str() : "",
+               run_dir.c_str());
   return result;
 }
 

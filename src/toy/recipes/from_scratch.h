@@ -30,12 +30,12 @@ struct ConfigError : std::invalid_argument {
 struct TrainRunConfig {
   std::string recipe = "from-scratch";
   // Model (from scratch; ignored with init_weights, whose file fixes the architecture).
-  int64_t d_model = 128;        // e.g. 576
-  int64_t n_layer = 4;          // e.g. 30
-  int64_t n_head = 4;           // e.g. 9
-  int64_t n_kv_head = 0;        // 0: = n_head; e.g. 3
-  int64_t d_ff = 0;             // 0: = 3·d_model; e.g. 1536
-  bool tied = true;             // output projection = token_embd
+  int64_t d_model = 128;  // e.g. 576
+  int64_t n_layer = 4;    // e.g. 30
+  int64_t n_head = 4;     // e.g. 9
+  int64_t n_kv_head = 0;  // 0: = n_head; e.g. 3
+  int64_t d_ff = 0;       // 0: = 3·d_model; e.g. 1536
+  bool tied = true;       // output projection = token_embd
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   // Data.
@@ -47,23 +47,23 @@ struct TrainRunConfig {
   double eval_fraction = 0.05;  // last part of the corpus held out
   int64_t eval_batches = 8;     // batches of held-out windows per evaluation
   // Optimisation.
-  int64_t context = 128;        // T
-  int64_t batch = 16;           // B
+  int64_t context = 128;  // T
+  int64_t batch = 16;     // B
   int64_t steps = 1000;
   float lr = 1e-3f;
   std::string schedule = "cosine";  // or "constant"
   int64_t warmup = 0;
-  float min_lr_ratio = 0.1f;    // cosine floor, as a fraction of lr
+  float min_lr_ratio = 0.1f;  // cosine floor, as a fraction of lr
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
-  float clip = 1.0f;            // 0: no clipping
-  uint64_t seed = 0;            // weights and batch sampling
+  float clip = 1.0f;  // 0: no clipping
+  uint64_t seed = 0;  // weights and batch sampling
   // Run control (do not change the numbers).
-  int64_t eval_every = 100;     // 0: only at the end
+  int64_t eval_every = 100;        // 0: only at the end
   int64_t checkpoint_every = 500;  // 0: only at the end
-  int64_t stop_after = 0;       // > 0: end this invocation after that step (resume later)
-  int threads = 0;              // 0: the kernels' default
+  int64_t stop_after = 0;          // > 0: end this invocation after that step (resume later)
+  int threads = 0;                 // 0: the kernels' default
   std::string runs_dir = "runs";
-  std::string run_id;           // empty: <UTC date>-<time>-<recipe>
+  std::string run_id;  // empty: <UTC date>-<time>-<recipe>
 };
 
 nlohmann::ordered_json to_json(const TrainRunConfig& c);
@@ -75,17 +75,17 @@ void validate(const TrainRunConfig& c);
 TrainRunConfig load_run_config(const std::string& run_dir);
 
 struct RunOutput {
-  std::FILE* out = stdout;      // "step N: loss=…" and "eval N: val_loss=…" lines
-  std::FILE* err = stderr;      // summaries and warnings
-  bool progress = false;        // a progress bar on `err` (the CLI: when it is a terminal)
+  std::FILE* out = stdout;  // "step N: loss=…" and "eval N: val_loss=…" lines
+  std::FILE* err = stderr;  // summaries and warnings
+  bool progress = false;    // a progress bar on `err` (the CLI: when it is a terminal)
 };
 
 struct RunResult {
   std::string run_dir;
-  int64_t steps_done = 0;       // updates in the last checkpoint
-  double last_loss = 0;         // training loss of the last step run
-  double last_eval_loss = -1;   // of the last evaluation (-1: none)
-  bool completed = false;       // reached `steps` (not stopped by stop_after)
+  int64_t steps_done = 0;      // updates in the last checkpoint
+  double last_loss = 0;        // training loss of the last step run
+  double last_eval_loss = -1;  // of the last evaluation (-1: none)
+  bool completed = false;      // reached `steps` (not stopped by stop_after)
 };
 
 // Runs a new training run, or continues the one in `resume_dir` from its newest checkpoint

@@ -13,28 +13,37 @@
 namespace toy::serve {
 
 struct ApiError : std::runtime_error {
-  int status;          // HTTP status: 400, 401, 404, 405, 413, 503, ...
-  std::string type;    // "invalid_request_error", "not_found_error", "server_error", ...
-  std::string param;   // the offending request field, "" when none
-  std::string code;    // machine-readable: "context_length_exceeded", "model_not_found", ...
+  int status;         // HTTP status: 400, 401, 404, 405, 413, 503, ...
+  std::string type;   // "invalid_request_error", "not_found_error", "server_error", ...
+  std::string param;  // the offending request field, "" when none
+  std::string code;   // machine-readable: "context_length_exceeded", "model_not_found", ...
 
   ApiError(int status, std::string message, std::string param = "", std::string code = "", std::string type = "")
-      : std::runtime_error(std::move(message)), status(status), type(type.empty() ? default_type(status) : std::move(type)),
-        param(std::move(param)), code(std::move(code)) {}
+      : std::runtime_error(std::move(message)),
+        status(status),
+        type(type.empty() ? default_type(status) : std::move(type)),
+        param(std::move(param)),
+        code(std::move(code)) {}
 
   static std::string default_type(int status) {
     switch (status) {
-      case 401: return "authentication_error";
-      case 404: return "not_found_error";
-      case 503: return "server_busy";
-      default: return status >= 500 ? "server_error" : "invalid_request_error";
+      case 401:
+        return "authentication_error";
+      case 404:
+        return "not_found_error";
+      case 503:
+        return "server_busy";
+      default:
+        return status >= 500 ? "server_error" : "invalid_request_error";
     }
   }
 
   nlohmann::ordered_json body() const {
     using json = nlohmann::ordered_json;
     return {{"error",
-             {{"message", what()}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)},
+             {{"message", what()},
+              {"type", type},
+              {"param", param.empty() ? json(nullptr) : json(param)},
               {"code", code.empty() ? json(nullptr) : json(code)}}}};
   }
 };

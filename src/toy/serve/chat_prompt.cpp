@@ -38,7 +38,9 @@ ChatPrompter::ChatPrompter(ChatPromptSource source) : source_(std::move(source))
 
 std::string ChatPrompter::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                  std::optional<std::string> today, bool add_generation_prompt) const {
-  if (!template_) throw chat::TemplateError("the chat template (" + source_.origin + ") does not parse: " + parse_error_, parse_line_, parse_column_);
+  if (!template_)
+    throw chat::TemplateError("the chat template (" + source_.origin + ") does not parse: " + parse_error_, parse_line_,
+                              parse_column_);
   chat::ChatOptions o;
   o.bos_token = source_.bos_token;
   o.eos_token = source_.eos_token;

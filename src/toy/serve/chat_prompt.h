@@ -25,8 +25,8 @@ class GgufFile;
 namespace toy::serve {
 
 struct ChatPromptSource {
-  std::string template_source;    // Jinja text
-  std::string origin;             // for messages: "tokenizer.chat_template of m.gguf", "ChatML (…)", a path
+  std::string template_source;  // Jinja text
+  std::string origin;           // for messages: "tokenizer.chat_template of m.gguf", "ChatML (…)", a path
   std::string bos_token, eos_token;
   bool strip_leading_bos = true;  // the tokenizer adds BOS itself
 };

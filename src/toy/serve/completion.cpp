@@ -21,7 +21,8 @@ TokenLogprob score(std::span<const float> row, int32_t id, int top) {
 
 // Feeds the prompt and returns the logits of its last position. With `scores`, the prompt goes in
 // chunks whose full logits are scored and dropped, so a long prompt never holds [T, n_vocab] at once.
-std::vector<float> feed_prompt(DecodeEngine& engine, std::span<const int32_t> prompt, int top, std::vector<TokenLogprob>* scores) {
+std::vector<float> feed_prompt(DecodeEngine& engine, std::span<const int32_t> prompt, int top,
+                               std::vector<TokenLogprob>* scores) {
   if (!scores) {
     const Tensor last = engine.feed(prompt, /*last_only=*/true);  // [1, V], the prompt in one batch as `toy infer` does
     return std::vector<float>(last.data(), last.data() + last.numel());
@@ -34,8 +35,10 @@ std::vector<float> feed_prompt(DecodeEngine& engine, std::span<const int32_t> pr
     const Tensor logits = engine.feed(prompt.subspan(begin, n));  // [n, V]
     for (size_t i = 0; i < n; ++i) {
       std::span<const float> row(logits.data() + i * V, V);  // predicts prompt[begin + i + 1]
-      if (begin + i + 1 < prompt.size()) scores->push_back(score(row, prompt[begin + i + 1], top));
-      else last.assign(row.begin(), row.end());
+      if (begin + i + 1 < prompt.size())
+        scores->push_back(score(row, prompt[begin + i + 1], top));
+      else
+        last.assign(row.begin(), row.end());
     }
   }
   return last;
@@ -51,8 +54,14 @@ void adjust(std::vector<float>& z, const GenerationSettings& s, const std::unord
 
 }  // namespace
 
-Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt, GenerationSettings settings)
-    : engine_(engine), tokenizer_(tokenizer), s_(std::move(settings)), sampler_(s_.sampler), text_(s_.stop), history_(std::move(prompt)) {
+Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt,
+                       GenerationSettings settings)
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      s_(std::move(settings)),
+      sampler_(s_.sampler),
+      text_(s_.stop),
+      history_(std::move(prompt)) {
   r_.prompt_tokens = int64_t(history_.size());
   r_.finish_reason = "length";
 }
@@ -71,7 +80,9 @@ const std::vector<TokenLogprob>& Completion::prefill() {
 // after a stop, those that begin before the stop string (the others are dropped with it).
 void Completion::take_tokens(Delta& d) {
   size_t n = 0;
-  while (n < pending_.size() && (text_.stopped() ? span_of_[n].first < text_.stop_at() : span_of_[n].second <= text_.released())) ++n;
+  while (n < pending_.size() &&
+         (text_.stopped() ? span_of_[n].first < text_.stop_at() : span_of_[n].second <= text_.released()))
+    ++n;
   d.tokens.assign(pending_.begin(), pending_.begin() + long(n));
   r_.tokens.insert(r_.tokens.end(), d.tokens.begin(), d.tokens.end());
   if (text_.stopped()) n = pending_.size();
@@ -109,9 +120,12 @@ Delta Completion::step() {
   }
   take_tokens(d);
   r_.text += d.text;
-  if (text_.stopped()) end("stop");
-  else if (r_.completion_tokens == s_.max_tokens || engine_.n_past() >= engine_.n_ctx()) end("length");
-  else next_ = next;
+  if (text_.stopped())
+    end("stop");
+  else if (r_.completion_tokens == s_.max_tokens || engine_.n_past() >= engine_.n_ctx())
+    end("length");
+  else
+    next_ = next;
   return d;
 }
 

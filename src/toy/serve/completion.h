@@ -23,11 +23,11 @@
 namespace toy::serve {
 
 struct GenerationSettings {
-  int64_t max_tokens = 16;                 // already capped so prompt + completion ≤ the context
+  int64_t max_tokens = 16;  // already capped so prompt + completion ≤ the context
   SamplerConfig sampler;
   std::vector<std::string> stop;
-  int logprobs = -1;                       // -1: none; k ≥ 0: chosen token + k alternatives per token
-  bool prompt_logprobs = false;            // also score the prompt (echo + logprobs)
+  int logprobs = -1;             // -1: none; k ≥ 0: chosen token + k alternatives per token
+  bool prompt_logprobs = false;  // also score the prompt (echo + logprobs)
   float presence_penalty = 0, frequency_penalty = 0;
   std::map<int32_t, float> logit_bias;
   bool ignore_eos = false;
@@ -35,7 +35,7 @@ struct GenerationSettings {
 
 struct TokenLogprob {
   int32_t id = 0;
-  double logprob = 0;                      // NaN for the first prompt token (nothing predicts it)
+  double logprob = 0;  // NaN for the first prompt token (nothing predicts it)
   std::vector<std::pair<int32_t, double>> top;
 };
 
@@ -46,12 +46,12 @@ struct Delta {
 };
 
 struct CompletionResult {
-  std::string text;                        // the answer (stop string excluded)
-  std::vector<TokenLogprob> tokens;        // logprobs of the answer's tokens (when asked)
-  std::vector<TokenLogprob> prompt;        // logprobs of the prompt's tokens (when asked)
+  std::string text;                  // the answer (stop string excluded)
+  std::vector<TokenLogprob> tokens;  // logprobs of the answer's tokens (when asked)
+  std::vector<TokenLogprob> prompt;  // logprobs of the prompt's tokens (when asked)
   int64_t prompt_tokens = 0, completion_tokens = 0;
-  std::string finish_reason;               // "stop" (end of text or a stop string) or "length"
-  bool cancelled = false;                  // ended early: the client went away
+  std::string finish_reason;  // "stop" (end of text or a stop string) or "length"
+  bool cancelled = false;     // ended early: the client went away
   double prompt_seconds = 0, generate_seconds = 0;
 };
 
@@ -61,7 +61,8 @@ struct CompletionResult {
 // hands the logits back, so the answer does not depend on what else was in the batch.
 class Completion {
  public:
-  Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt, GenerationSettings settings);
+  Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt,
+             GenerationSettings settings);
   // Resets the engine and feeds the prompt. Returns the prompt's logprobs when prompt_logprobs is
   // set (empty otherwise).
   const std::vector<TokenLogprob>& prefill();
@@ -87,12 +88,12 @@ class Completion {
   DecodeEngine& engine_;
   const Tokenizer& tokenizer_;
   GenerationSettings s_;
-  std::vector<float> logits_;                     // [n_vocab], for the next token
+  std::vector<float> logits_;  // [n_vocab], for the next token
   Sampler sampler_;
   TextStream text_;
-  std::vector<int32_t> history_;                  // prompt + generated
-  std::unordered_map<int32_t, int> counts_;       // generated tokens, for the penalties
-  std::vector<TokenLogprob> pending_;             // scored tokens whose text is not fully released yet
+  std::vector<int32_t> history_;                    // prompt + generated
+  std::unordered_map<int32_t, int> counts_;         // generated tokens, for the penalties
+  std::vector<TokenLogprob> pending_;               // scored tokens whose text is not fully released yet
   std::vector<std::pair<size_t, size_t>> span_of_;  // [begin, end) of each pending token's bytes in text_
   std::chrono::steady_clock::time_point t_generate_;
   CompletionResult r_;

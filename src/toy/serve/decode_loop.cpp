@@ -6,7 +6,11 @@
 namespace toy::serve {
 
 Run::Run(DecodeLoop& loop, SlotPool::Lease lease, Completion completion, bool stream)
-    : loop_(loop), lease_(std::move(lease)), completion_(std::move(completion)), stream_(stream), slot_(lease_->slot()) {}
+    : loop_(loop),
+      lease_(std::move(lease)),
+      completion_(std::move(completion)),
+      stream_(stream),
+      slot_(lease_->slot()) {}
 
 bool Run::wait(std::chrono::milliseconds timeout, std::vector<Delta>& deltas) {
   std::unique_lock lk(loop_.mu_);
@@ -66,7 +70,10 @@ void DecodeLoop::end(Run& r, const std::string& error) {
 void DecodeLoop::loop() {
   std::unique_lock lk(mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return (stopping_ && runs_.empty()) || std::any_of(runs_.begin(), runs_.end(), [&](const auto& r) { return ready(*r); }); });
+    cv_.wait(lk, [&] {
+      return (stopping_ && runs_.empty()) ||
+             std::any_of(runs_.begin(), runs_.end(), [&](const auto& r) { return ready(*r); });
+    });
     if (runs_.empty()) return;
     std::vector<std::shared_ptr<Run>> now;  // the Runs that take this step
     std::vector<bool> cancelled;
@@ -90,8 +97,10 @@ void DecodeLoop::loop() {
     for (size_t i = 0; i < now.size(); ++i) {
       Completion& c = now[i]->completion_;
       try {
-        if (cancelled[i]) c.cancel();
-        else if (!c.done()) out[i].deltas.push_back(c.step());  // done() already: max_tokens 0
+        if (cancelled[i])
+          c.cancel();
+        else if (!c.done())
+          out[i].deltas.push_back(c.step());  // done() already: max_tokens 0
         if (c.done()) {
           out[i].deltas.push_back(c.finish());
           out[i].ended = true;
@@ -117,7 +126,8 @@ void DecodeLoop::loop() {
       if (!going.empty()) {
         const Tensor logits = DecodeEngine::feed_batch(engines, ids);  // [B, V]
         const size_t V = size_t(logits.size(1));
-        for (size_t b = 0; b < going.size(); ++b) going[b]->completion_.set_logits(std::span<const float>(logits.data() + b * V, V));
+        for (size_t b = 0; b < going.size(); ++b)
+          going[b]->completion_.set_logits(std::span<const float>(logits.data() + b * V, V));
       }
     } catch (const std::exception& e) {
       error = e.what();

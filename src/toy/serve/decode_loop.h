@@ -51,10 +51,10 @@ class Run {
   const bool stream_;
   const int slot_;
   // Guarded by the loop's mutex:
-  std::deque<Delta> out_;          // released text the HTTP thread has not taken yet
+  std::deque<Delta> out_;  // released text the HTTP thread has not taken yet
   bool cancelled_ = false, ended_ = false;
   std::string error_;
-  std::condition_variable cv_;     // the HTTP thread waits here
+  std::condition_variable cv_;  // the HTTP thread waits here
 };
 
 class DecodeLoop {
@@ -79,11 +79,11 @@ class DecodeLoop {
   friend class Run;
   void loop();
   bool ready(const Run& r) const { return r.cancelled_ || r.out_.size() < kMaxBacklog; }
-  void publish(Run& r, Delta d);                         // with mu_ held
-  void end(Run& r, const std::string& error = {});       // with mu_ held
+  void publish(Run& r, Delta d);                    // with mu_ held
+  void end(Run& r, const std::string& error = {});  // with mu_ held
 
   std::mutex mu_;
-  std::condition_variable cv_;                           // the loop waits here
+  std::condition_variable cv_;  // the loop waits here
   std::vector<std::shared_ptr<Run>> runs_;
   bool stopping_ = false;
   Stats stats_;

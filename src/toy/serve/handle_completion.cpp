@@ -47,15 +47,17 @@ std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
     try {
       text = s.prompter.render(r.messages, r.tools);
     } catch (const std::exception& e) {  // TemplateError, or anything else the messages provoke: never a 5xx
-      throw ApiError(400, "The chat template (" + s.prompter.source().origin + ") cannot render these messages: " + e.what(), "messages",
-                     "chat_template_error");
+      throw ApiError(400,
+                     "The chat template (" + s.prompter.source().origin + ") cannot render these messages: " + e.what(),
+                     "messages", "chat_template_error");
     }
     return t.encode(text, /*add_special=*/true, /*parse_special=*/true);
   }
   if (r.prompt_is_ids) {
     for (int32_t id : r.prompt_ids)
       if (id >= t.n_vocab())
-        throw bad_request("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(t.n_vocab()) + ")");
+        throw bad_request("prompt", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                        std::to_string(t.n_vocab()) + ")");
     if (r.echo) job.echo_text = t.decode(r.prompt_ids);
     return r.prompt_ids;
   }
@@ -70,8 +72,8 @@ Job prepare(const Server::Impl& s, const httplib::Request& http_req, Endpoint en
   job.req = parse_request(parse_body(http_req), endpoint);
   const CompletionRequest& r = job.req;
   if (r.model && *r.model != s.config.model_name)
-    throw ApiError(404, "The model '" + *r.model + "' does not exist (this server has '" + s.config.model_name + "')", "model",
-                   "model_not_found");
+    throw ApiError(404, "The model '" + *r.model + "' does not exist (this server has '" + s.config.model_name + "')",
+                   "model", "model_not_found");
   job.prompt = prompt_tokens(s, job);
   const char* prompt_param = endpoint == Endpoint::Chat ? "messages" : "prompt";
   if (job.prompt.empty()) throw bad_request(prompt_param, "the prompt is empty", "empty_prompt");
@@ -79,16 +81,22 @@ Job prepare(const Server::Impl& s, const httplib::Request& http_req, Endpoint en
   // Length: prompt + completion must fit one slot's context. max_tokens beyond what is left is
   // capped (finish_reason "length" then), but a prompt with no room for one token is refused.
   const int64_t n_ctx = s.slots.n_ctx(), P = int64_t(job.prompt.size());
-  const int64_t wanted = r.max_tokens.value_or(endpoint == Endpoint::Chat ? n_ctx : 16);  // OpenAI's completions default: 16
+  const int64_t wanted =
+      r.max_tokens.value_or(endpoint == Endpoint::Chat ? n_ctx : 16);  // OpenAI's completions default: 16
   if (P + (wanted > 0 ? 1 : 0) > n_ctx)
     throw ApiError(400,
-                   "This model's maximum context length is " + std::to_string(n_ctx) + " tokens, but the prompt has " + std::to_string(P) +
-                       " tokens" + (wanted > 0 ? " and needs room for at least one more" : ""),
+                   "This model's maximum context length is " + std::to_string(n_ctx) + " tokens, but the prompt has " +
+                       std::to_string(P) + " tokens" + (wanted > 0 ? " and needs room for at least one more" : ""),
                    prompt_param, "context_length_exceeded");
   GenerationSettings& g = job.settings;
   g.max_tokens = std::min(wanted, n_ctx - P);
-  g.sampler = {.temperature = r.temperature, .top_k = r.top_k, .top_p = r.top_p, .min_p = r.min_p, .repeat_penalty = 1.0f,
-               .repeat_last_n = 0, .seed = r.seed.value_or(std::random_device{}())};
+  g.sampler = {.temperature = r.temperature,
+               .top_k = r.top_k,
+               .top_p = r.top_p,
+               .min_p = r.min_p,
+               .repeat_penalty = 1.0f,
+               .repeat_last_n = 0,
+               .seed = r.seed.value_or(std::random_device{}())};
   g.stop = r.stop;
   g.logprobs = r.logprobs;
   g.prompt_logprobs = r.echo && r.logprobs >= 0;
@@ -133,14 +141,16 @@ CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job
 // runs once and writes every chunk itself. State is shared because httplib copies the provider;
 // the slot is freed by whichever ends first: the generation, or the releaser when the connection
 // fails before the provider runs.
-void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease lease, Job job, ResponseHeader header, const std::string& route) {
+void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease lease, Job job, ResponseHeader header,
+                   const std::string& route) {
   struct Stream {
     std::optional<SlotPool::Lease> lease;
     Job job;
     ChunkWriter writer;
   };
   const bool logprobs = job.req.logprobs >= 0;
-  auto st = std::make_shared<Stream>(Stream{std::move(lease), std::move(job), ChunkWriter(std::move(header), *s.tokenizer, logprobs)});
+  auto st = std::make_shared<Stream>(
+      Stream{std::move(lease), std::move(job), ChunkWriter(std::move(header), *s.tokenizer, logprobs)});
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the event stream
   res.set_chunked_content_provider(
@@ -155,14 +165,18 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
           // (completions), so it goes out once the prompt is evaluated.
           r = generate(
               s, std::move(*st->lease), st->job, /*stream=*/true,
-              [&](const std::vector<TokenLogprob>& prompt_scores) { return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores))); },
-              [&](const Delta& d) { return ok = write(sse(st->writer.delta(d))); }, [&] { return ok = sink.is_writable(); });
+              [&](const std::vector<TokenLogprob>& prompt_scores) {
+                return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores)));
+              },
+              [&](const Delta& d) { return ok = write(sse(st->writer.delta(d))); },
+              [&] { return ok = sink.is_writable(); });
           ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
           if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(r)));
           ok = ok && write("data: [DONE]\n\n");
         } catch (const std::exception& e) {  // after the headers: an error event, and no [DONE]
           s.log(route + ": generation failed: " + e.what());
-          ok = ok && write(sse(ApiError(500, std::string("Generation failed: ") + e.what(), "", "internal_error").body()));
+          ok = ok &&
+               write(sse(ApiError(500, std::string("Generation failed: ") + e.what(), "", "internal_error").body()));
         }
         r.cancelled = r.cancelled || !ok;
         s.log(route + " (stream) slot " + std::to_string(slot) + ": " + summary(r));
@@ -186,13 +200,17 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, httplib::
   auto lease = slots.acquire();
   if (!lease)
     return send_error(res, stopping ? ApiError(503, "The server is shutting down", "", "shutting_down")
-                                    : ApiError(503, "The server is busy: all " + std::to_string(config.parallel) + " slots are generating and " +
-                                                        std::to_string(config.queue) + " requests are waiting; retry later",
+                                    : ApiError(503,
+                                               "The server is busy: all " + std::to_string(config.parallel) +
+                                                   " slots are generating and " + std::to_string(config.queue) +
+                                                   " requests are waiting; retry later",
                                                "", "server_busy"));
   ResponseHeader header = make_header(endpoint, config.model_name, job.req.include_usage);
-  if (job.req.stream) return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
+  if (job.req.stream)
+    return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
   const int slot = lease->slot(), fd = client_socket(http_req);
-  CompletionResult r = generate(*this, std::move(*lease), job, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
+  CompletionResult r =
+      generate(*this, std::move(*lease), job, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
   log(http_req.path + " slot " + std::to_string(slot) + ": " + summary(r));
   if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket
   send_json(res, response_json(header, r, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));

@@ -33,9 +33,11 @@ json chat_logprobs(const std::vector<TokenLogprob>& tokens, const Tokenizer& t) 
   json content = json::array();
   for (const TokenLogprob& tl : tokens) {
     json top = json::array();
-    for (auto [id, lp] : tl.top) top.push_back({{"token", alt_text(t, id)}, {"logprob", logprob_value(lp)}, {"bytes", bytes_of(alt_text(t, id))}});
+    for (auto [id, lp] : tl.top)
+      top.push_back({{"token", alt_text(t, id)}, {"logprob", logprob_value(lp)}, {"bytes", bytes_of(alt_text(t, id))}});
     const std::string s = chosen_text(t, tl.id);
-    content.push_back({{"token", s}, {"logprob", logprob_value(tl.logprob)}, {"bytes", bytes_of(s)}, {"top_logprobs", top}});
+    content.push_back(
+        {{"token", s}, {"logprob", logprob_value(tl.logprob)}, {"bytes", bytes_of(s)}, {"top_logprobs", top}});
   }
   return {{"content", content}, {"refusal", nullptr}};
 }
@@ -63,18 +65,23 @@ json completion_logprobs(const std::vector<TokenLogprob>& tokens, const Tokenize
 }  // namespace
 
 ResponseHeader make_header(Endpoint endpoint, const std::string& model, bool include_usage) {
-  return {.endpoint = endpoint,
-          .id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"),
-          .created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
-          .model = model,
-          .include_usage = include_usage};
+  return {
+      .endpoint = endpoint,
+      .id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"),
+      .created =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      .model = model,
+      .include_usage = include_usage};
 }
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs, const std::string* echo) {
+json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs,
+                   const std::string* echo) {
   json out = {{"id", h.id},
               {"object", h.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
               {"created", h.created},
@@ -101,7 +108,8 @@ json response_json(const ResponseHeader& h, const CompletionResult& r, const Tok
         }
       }
     }
-    choice = {{"text", echo ? *echo + r.text : r.text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", r.finish_reason}};
+    choice = {
+        {"text", echo ? *echo + r.text : r.text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", r.finish_reason}};
   }
   out["choices"] = json::array({choice});
   out["usage"] = usage_json(r.prompt_tokens, r.completion_tokens);
@@ -121,7 +129,10 @@ json ChunkWriter::chunk(json choice) {
 
 json ChunkWriter::first(const std::string& echo_text, const std::vector<TokenLogprob>& echo_tokens) {
   if (h_.endpoint == Endpoint::Chat)
-    return chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+    return chunk({{"index", 0},
+                  {"delta", {{"role", "assistant"}, {"content", ""}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", nullptr}});
   json lp = nullptr;
   if (logprobs_) lp = completion_logprobs(echo_tokens, t_, offset_);
   offset_ = echo_text.size();

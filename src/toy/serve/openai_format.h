@@ -29,8 +29,8 @@ using json = nlohmann::ordered_json;
 // What every response object of one request shares.
 struct ResponseHeader {
   Endpoint endpoint;
-  std::string id;        // "chatcmpl-…" / "cmpl-…"
-  int64_t created = 0;   // unix seconds
+  std::string id;       // "chatcmpl-…" / "cmpl-…"
+  int64_t created = 0;  // unix seconds
   std::string model;
   bool include_usage = false;
 };
@@ -38,13 +38,15 @@ struct ResponseHeader {
 ResponseHeader make_header(Endpoint endpoint, const std::string& model, bool include_usage);
 
 // The complete (non-streamed) answer. `echo`: the prompt text in front (completions only).
-json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs, const std::string* echo);
+json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs,
+                   const std::string* echo);
 
 // Builds the stream chunks of one request; keeps the running text offset for legacy logprobs.
 class ChunkWriter {
  public:
   ChunkWriter(ResponseHeader h, const Tokenizer& t, bool logprobs) : h_(std::move(h)), t_(t), logprobs_(logprobs) {}
-  json first(const std::string& echo_text, const std::vector<TokenLogprob>& echo_tokens);  // role (chat) / echoed prompt
+  json first(const std::string& echo_text,
+             const std::vector<TokenLogprob>& echo_tokens);  // role (chat) / echoed prompt
   json delta(const Delta& d);
   json last(const std::string& finish_reason);
   json usage(const CompletionResult& r);

@@ -17,14 +17,21 @@ const json* field(const json& body, const char* key) {
 
 std::string json_type(const json& v) {
   switch (v.type()) {
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number";
-    default: return "null";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    default:
+      return "null";
   }
 }
 
@@ -52,12 +59,15 @@ std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, in
     return int64_t(d);
   }
   if (v->is_number_unsigned()) {
-    if (v->get<uint64_t>() > uint64_t(hi)) throw bad_request(key, "must be at most " + std::to_string(hi) + ", got " + v->dump());
+    if (v->get<uint64_t>() > uint64_t(hi))
+      throw bad_request(key, "must be at most " + std::to_string(hi) + ", got " + v->dump());
     return int64_t(v->get<uint64_t>());
   }
   if (!v->is_number_integer()) throw wrong_type(key, "an integer", *v);
   const int64_t x = v->get<int64_t>();
-  if (x < lo || x > hi) throw bad_request(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+  if (x < lo || x > hi)
+    throw bad_request(key,
+                      "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
   return x;
 }
 
@@ -95,9 +105,11 @@ void parse_prompt(const json& body, CompletionRequest& r) {
     r.prompt_text = p->get<std::string>();
     return;
   }
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) return parse_prompt({{"prompt", (*p)[0]}}, r);
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
+    return parse_prompt({{"prompt", (*p)[0]}}, r);
   if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array()))
-    throw bad_request("prompt", "only one prompt per request is supported (got " + std::to_string(p->size()) + ")", "unsupported_value");
+    throw bad_request("prompt", "only one prompt per request is supported (got " + std::to_string(p->size()) + ")",
+                      "unsupported_value");
   if (auto ids = id_list(*p)) {
     r.prompt_ids = std::move(*ids);
     r.prompt_is_ids = true;
@@ -117,8 +129,11 @@ std::string content_text(const json& content, const std::string& param) {
     const std::string pp = param + "[" + std::to_string(i) + "]";
     if (!part.is_object()) throw wrong_type(pp, "a content part object", part);
     const std::string type = part.value("type", "");
-    if (type != "text") throw bad_request(pp + ".type", "only \"text\" content parts are supported, got \"" + type + "\"", "unsupported_value");
-    if (!part.contains("text") || !part["text"].is_string()) throw ApiError(400, "'" + pp + ".text' must be a string", pp + ".text", "invalid_type");
+    if (type != "text")
+      throw bad_request(pp + ".type", "only \"text\" content parts are supported, got \"" + type + "\"",
+                        "unsupported_value");
+    if (!part.contains("text") || !part["text"].is_string())
+      throw ApiError(400, "'" + pp + ".text' must be a string", pp + ".text", "invalid_type");
     if (!text.empty()) text += "\n";
     text += part["text"].get<std::string>();
   }
@@ -135,7 +150,8 @@ void parse_messages(const json& body, CompletionRequest& r) {
     const std::string p = "messages[" + std::to_string(i) + "]";
     if (!msg.is_object()) throw wrong_type(p, "an object", msg);
     const json* role = field(msg, "role");
-    if (!role || !role->is_string()) throw ApiError(400, "'" + p + ".role' must be a string", p + ".role", role ? "invalid_type" : "missing_field");
+    if (!role || !role->is_string())
+      throw ApiError(400, "'" + p + ".role' must be a string", p + ".role", role ? "invalid_type" : "missing_field");
     std::string r_ = role->get<std::string>();
     if (r_ != "system" && r_ != "user" && r_ != "assistant" && r_ != "tool" && r_ != "developer")
       throw bad_request(p + ".role", "must be one of system, developer, user, assistant, tool; got \"" + r_ + "\"");
@@ -143,9 +159,12 @@ void parse_messages(const json& body, CompletionRequest& r) {
     json out = msg;
     out["role"] = r_;
     const json* content = field(msg, "content");
-    if (content) out["content"] = content_text(*content, p + ".content");
-    else if (r_ == "assistant" && field(msg, "tool_calls")) out["content"] = "";  // a tool-calling turn has no text
-    else throw ApiError(400, "'" + p + ".content' is required", p + ".content", "missing_field");
+    if (content)
+      out["content"] = content_text(*content, p + ".content");
+    else if (r_ == "assistant" && field(msg, "tool_calls"))
+      out["content"] = "";  // a tool-calling turn has no text
+    else
+      throw ApiError(400, "'" + p + ".content' is required", p + ".content", "missing_field");
     r.messages.push_back(std::move(out));
   }
   if (const json* t = field(body, "tools")) {
@@ -193,12 +212,15 @@ void parse_logit_bias(const json& body, CompletionRequest& r) {
 }  // namespace
 
 CompletionRequest parse_request(const json& body, Endpoint endpoint) {
-  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
+  if (!body.is_object())
+    throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
   CompletionRequest r;
   r.endpoint = endpoint;
   r.model = string(body, "model");
-  if (endpoint == Endpoint::Chat) parse_messages(body, r);
-  else parse_prompt(body, r);
+  if (endpoint == Endpoint::Chat)
+    parse_messages(body, r);
+  else
+    parse_prompt(body, r);
 
   constexpr int64_t kHuge = int64_t(1) << 40;  // "no limit"; capped at the context later
   r.max_tokens = integer(body, "max_tokens", 0, kHuge);
@@ -214,9 +236,12 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   if (auto p = number(body, "presence_penalty", -2, 2)) r.presence_penalty = float(*p);
   if (auto f = number(body, "frequency_penalty", -2, 2)) r.frequency_penalty = float(*f);
   parse_logit_bias(body, r);
-  if (auto s = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) r.seed = uint64_t(*s);
-  if (auto n = integer(body, "n", 1, 128); n && *n != 1) throw bad_request("n", "only n = 1 is supported", "unsupported_value");
-  if (auto b = integer(body, "best_of", 1, 128); b && *b != 1) throw bad_request("best_of", "only best_of = 1 is supported", "unsupported_value");
+  if (auto s = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
+    r.seed = uint64_t(*s);
+  if (auto n = integer(body, "n", 1, 128); n && *n != 1)
+    throw bad_request("n", "only n = 1 is supported", "unsupported_value");
+  if (auto b = integer(body, "best_of", 1, 128); b && *b != 1)
+    throw bad_request("best_of", "only best_of = 1 is supported", "unsupported_value");
   parse_stop(body, r);
   r.stream = boolean(body, "stream").value_or(false);
   if (const json* so = field(body, "stream_options")) {
@@ -234,11 +259,13 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   } else {
     if (auto lp = integer(body, "logprobs", 0, 20)) r.logprobs = int(*lp);
     r.echo = boolean(body, "echo").value_or(false);
-    if (auto s = string(body, "suffix"); s && !s->empty()) throw bad_request("suffix", "is not supported", "unsupported_value");
+    if (auto s = string(body, "suffix"); s && !s->empty())
+      throw bad_request("suffix", "is not supported", "unsupported_value");
   }
   if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
-    if (rf->value("type", "") != "text") throw bad_request("response_format", "only {\"type\": \"text\"} is supported", "unsupported_value");
+    if (rf->value("type", "") != "text")
+      throw bad_request("response_format", "only {\"type\": \"text\"} is supported", "unsupported_value");
   }
   return r;
 }

@@ -23,7 +23,7 @@ enum class Endpoint { Completions, Chat };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
-  std::optional<std::string> model;           // absent: the served model
+  std::optional<std::string> model;  // absent: the served model
 
   // /v1/completions: a text prompt or token ids (ids get no BOS added, as in llama.cpp).
   std::string prompt_text;
@@ -31,21 +31,21 @@ struct CompletionRequest {
   bool prompt_is_ids = false;
   // /v1/chat/completions: messages with string content (text parts joined), and tools if given.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools;               // null when absent
+  nlohmann::ordered_json tools;  // null when absent
 
-  std::optional<int64_t> max_tokens;          // max_tokens or max_completion_tokens; absent: default
-  float temperature = 1.0f;                   // OpenAI's default; 0 is greedy
+  std::optional<int64_t> max_tokens;  // max_tokens or max_completion_tokens; absent: default
+  float temperature = 1.0f;           // OpenAI's default; 0 is greedy
   float top_p = 1.0f;
-  int top_k = 0;                              // extension (llama.cpp): 0 = off
-  float min_p = 0.0f;                         // extension (llama.cpp): 0 = off
+  int top_k = 0;       // extension (llama.cpp): 0 = off
+  float min_p = 0.0f;  // extension (llama.cpp): 0 = off
   float presence_penalty = 0, frequency_penalty = 0;
-  std::map<int32_t, float> logit_bias;        // token id -> added to its logit
+  std::map<int32_t, float> logit_bias;  // token id -> added to its logit
   std::optional<uint64_t> seed;
-  std::vector<std::string> stop;              // up to 16 non-empty strings
+  std::vector<std::string> stop;  // up to 16 non-empty strings
   bool stream = false, include_usage = false;
-  int logprobs = -1;                          // -1: none; k ≥ 0: the chosen token plus k alternatives
-  bool echo = false;                          // completions: prompt text (and its logprobs) in the answer
-  bool ignore_eos = false;                    // extension (llama.cpp)
+  int logprobs = -1;        // -1: none; k ≥ 0: the chosen token plus k alternatives
+  bool echo = false;        // completions: prompt text (and its logprobs) in the answer
+  bool ignore_eos = false;  // extension (llama.cpp)
 };
 
 // Throws ApiError(400) for a body that is not an object, wrong types, bad ranges, missing fields.

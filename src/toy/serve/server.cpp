@@ -39,11 +39,15 @@ int client_socket(const httplib::Request& req) {
     sockaddr_storage peer{}, local{};
     socklen_t np = sizeof peer, nl = sizeof local;
     char host[NI_MAXHOST], port[NI_MAXSERV], local_port[NI_MAXSERV];
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &np) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &nl) != 0 ||
-        ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), np, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
-        ::getnameinfo(reinterpret_cast<sockaddr*>(&local), nl, nullptr, 0, local_port, sizeof local_port, NI_NUMERICSERV) != 0)
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &np) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &nl) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), np, host, sizeof host, port, sizeof port,
+                      NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&local), nl, nullptr, 0, local_port, sizeof local_port,
+                      NI_NUMERICSERV) != 0)
       continue;
-    if (req.remote_addr == host && req.remote_port == std::atoi(port) && req.local_port == std::atoi(local_port)) return fd;
+    if (req.remote_addr == host && req.remote_port == std::atoi(port) && req.local_port == std::atoi(local_port))
+      return fd;
   }
   return -1;
 }
@@ -76,8 +80,8 @@ json parse_body(const httplib::Request& req) {
 namespace {
 
 bool known_path(const std::string& p) {
-  for (const char* route : {"/health", "/v1/models", "/models", "/v1/completions", "/completions", "/v1/chat/completions",
-                            "/chat/completions", "/tokenize", "/detokenize"})
+  for (const char* route : {"/health", "/v1/models", "/models", "/v1/completions", "/completions",
+                            "/v1/chat/completions", "/chat/completions", "/tokenize", "/detokenize"})
     if (p == route) return true;
   return p.rfind("/v1/models/", 0) == 0;
 }
@@ -121,7 +125,8 @@ void Server::Impl::routes() {
               stopping ? 503 : 200);
   });
   auto model_object = [this] {
-    return json{{"id", config.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "toy"}, {"n_ctx", slots.n_ctx()}};
+    return json{
+        {"id", config.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "toy"}, {"n_ctx", slots.n_ctx()}};
   };
   auto list_models = [=](const httplib::Request&, httplib::Response& res) {
     send_json(res, {{"object", "list"}, {"data", json::array({model_object()})}});
@@ -130,7 +135,8 @@ void Server::Impl::routes() {
   http.Get("/models", list_models);
   http.Get(R"(/(?:v1/)?models/(.+))", guarded([=, this](const httplib::Request& req, httplib::Response& res) {
              if (req.matches[1] != config.model_name)
-               throw ApiError(404, "The model '" + std::string(req.matches[1]) + "' does not exist", "model", "model_not_found");
+               throw ApiError(404, "The model '" + std::string(req.matches[1]) + "' does not exist", "model",
+                              "model_not_found");
              send_json(res, model_object());
            }));
   for (Endpoint e : {Endpoint::Completions, Endpoint::Chat}) {
@@ -144,7 +150,8 @@ void Server::Impl::routes() {
               if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
                 throw ApiError(400, "'content' must be a string", "content", "invalid_type");
               const bool add_special = body.value("add_special", false), with_pieces = body.value("with_pieces", false);
-              const auto ids = tokenizer->encode(body["content"].get<std::string>(), add_special, /*parse_special=*/true);
+              const auto ids =
+                  tokenizer->encode(body["content"].get<std::string>(), add_special, /*parse_special=*/true);
               json tokens = json::array();
               for (int32_t id : ids)
                 tokens.push_back(with_pieces ? json{{"id", id}, {"piece", tokenizer->piece(id, true)}} : json(id));
@@ -157,7 +164,9 @@ void Server::Impl::routes() {
               std::vector<int32_t> ids;
               for (const json& v : body["tokens"]) {
                 if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= tokenizer->n_vocab())
-                  throw ApiError(400, "'tokens' holds " + v.dump() + ", not a token id in [0, " + std::to_string(tokenizer->n_vocab()) + ")",
+                  throw ApiError(400,
+                                 "'tokens' holds " + v.dump() + ", not a token id in [0, " +
+                                     std::to_string(tokenizer->n_vocab()) + ")",
                                  "tokens", "invalid_value");
                 ids.push_back(int32_t(v.get<int64_t>()));
               }
@@ -172,7 +181,8 @@ void Server::Impl::routes() {
   });
 }
 
-Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, ChatPromptSource chat, ServerConfig config) {
+Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, ChatPromptSource chat,
+               ServerConfig config) {
   if (!tokenizer) throw std::invalid_argument("toy serve needs a model file with a tokenizer");
   if (config.parallel < 1) throw std::invalid_argument("--parallel must be at least 1");
   if (config.queue < 0) throw std::invalid_argument("--queue must be at least 0");
@@ -191,8 +201,10 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
   h.set_tcp_nodelay(true);  // stream chunks are small; do not let Nagle hold them back
   h.set_default_headers({{"Access-Control-Allow-Origin", "*"}, {"Server", "toy/" TOY_VERSION}});
   h.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (s.config.api_key.empty() || req.method == "OPTIONS" || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + s.config.api_key) return httplib::Server::HandlerResponse::Unhandled;
+    if (s.config.api_key.empty() || req.method == "OPTIONS" || req.path == "/health")
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + s.config.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Incorrect API key provided", "", "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -205,9 +217,11 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
     else if (res.status == 404)
       send_error(res, ApiError(404, "Unknown route: " + req.method + " " + req.path, "", "unknown_url"));
     else if (res.status == 413)
-      send_error(res, ApiError(413, "The request body is larger than the limit (see --max-body)", "", "request_too_large"));
+      send_error(res,
+                 ApiError(413, "The request body is larger than the limit (see --max-body)", "", "request_too_large"));
     else
-      send_error(res, ApiError(res.status, "The request could not be processed (HTTP " + std::to_string(res.status) + ")"));
+      send_error(res,
+                 ApiError(res.status, "The request could not be processed (HTTP " + std::to_string(res.status) + ")"));
     return httplib::Server::HandlerResponse::Handled;
   }));
   h.set_exception_handler([&s](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -216,8 +230,7 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
       std::rethrow_exception(ep);
     } catch (const std::exception& e) {
       what = e.what();
-    } catch (...) {
-    }
+    } catch (...) {}
     s.log("internal error on " + req.path + ": " + what);
     send_error(res, ApiError(500, "Internal server error: " + what, "", "internal_error"));
   });
@@ -231,7 +244,9 @@ int Server::bind(const std::string& host, int port) {
   // default SIGPIPE action would end the whole process.
   std::signal(SIGPIPE, SIG_IGN);
   const int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + " (in use, or not a local address?)");
+  if (bound <= 0)
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
+                             " (in use, or not a local address?)");
   impl_->http.widen_backlog(512);
   return bound;
 }

@@ -26,15 +26,15 @@
 namespace toy::serve {
 
 struct ServerConfig {
-  std::string model_name = "toy";     // the id clients must ask for (and /v1/models lists)
-  int parallel = 1;                   // slots: requests generating at once
-  int queue = 16;                     // requests that may wait for a slot; beyond that: 503
-  int64_t n_ctx = 0;                  // per slot; 0: the model's context, at most 4096
-  DType kv_type = DType::F32;         // the slots' KV cache dtype (F32 or F16)
-  size_t max_body_bytes = 1 << 20;    // larger bodies: 413
-  std::string api_key;                // non-empty: /v1/* needs "Authorization: Bearer <key>"
-  int timeout_s = 30;                 // socket read/write timeout: how long a client may stall
-  bool log_requests = true;           // one line per completion on stderr
+  std::string model_name = "toy";   // the id clients must ask for (and /v1/models lists)
+  int parallel = 1;                 // slots: requests generating at once
+  int queue = 16;                   // requests that may wait for a slot; beyond that: 503
+  int64_t n_ctx = 0;                // per slot; 0: the model's context, at most 4096
+  DType kv_type = DType::F32;       // the slots' KV cache dtype (F32 or F16)
+  size_t max_body_bytes = 1 << 20;  // larger bodies: 413
+  std::string api_key;              // non-empty: /v1/* needs "Authorization: Bearer <key>"
+  int timeout_s = 30;               // socket read/write timeout: how long a client may stall
+  bool log_requests = true;         // one line per completion on stderr
 };
 
 class Server {

@@ -24,8 +24,8 @@ class TextStream {
   std::string finish();
 
   bool stopped() const { return stopped_; }
-  size_t size() const { return bytes_.size(); }   // bytes pushed so far
-  size_t released() const { return released_; }   // bytes released so far (all of them are final text)
+  size_t size() const { return bytes_.size(); }  // bytes pushed so far
+  size_t released() const { return released_; }  // bytes released so far (all of them are final text)
   // After a stop: where the stop string began; bytes from here on are not part of the answer.
   size_t stop_at() const { return stop_at_; }
 

@@ -41,8 +41,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   for (const DTypeInfo& i : kTable) {
     if (i.name.size() != name.size()) continue;
     bool same = true;
-    for (size_t k = 0; k < name.size(); ++k)
-      same &= std::toupper(static_cast<unsigned char>(name[k])) == i.name[k];
+    for (size_t k = 0; k < name.size(); ++k) same &= std::toupper(static_cast<unsigned char>(name[k])) == i.name[k];
     if (same) return i.type;
   }
   return std::nullopt;
@@ -50,9 +49,18 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 bool dtype_supported(DType t) {
   switch (t) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q4_K: case DType::Q5_K:
-    case DType::Q6_K: case DType::Q8_K:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K:
       return true;
     default:
       return false;
@@ -70,7 +78,10 @@ float fp16_to_f32(uint16_t h) {
     bits = sign;
   } else {  // subnormal: normalise
     int e = -1;
-    do { mant <<= 1; ++e; } while (!(mant & 0x400));
+    do {
+      mant <<= 1;
+      ++e;
+    } while (!(mant & 0x400));
     bits = sign | (uint32_t(112 - e) << 23) | ((mant & 0x3ff) << 13);
   }
   float f;
@@ -83,18 +94,18 @@ uint16_t f32_to_fp16(float f) {
   std::memcpy(&u, &f, 4);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00;             // nan
-  if (abs >= 0x477ff000) return sign | 0x7c00;            // overflow (>= 65520) -> inf
-  if (abs < 0x38800000) {                                 // subnormal half or zero
-    if (abs < 0x33000000) return sign;                    // < 2^-25 rounds to 0
+  if (abs > 0x7f800000) return sign | 0x7e00;   // nan
+  if (abs >= 0x477ff000) return sign | 0x7c00;  // overflow (>= 65520) -> inf
+  if (abs < 0x38800000) {                       // subnormal half or zero
+    if (abs < 0x33000000) return sign;          // < 2^-25 rounds to 0
     const uint32_t e = abs >> 23, m = (abs & 0x7fffff) | 0x800000;
-    const uint32_t shift = 126 - e;                       // 14..24
+    const uint32_t shift = 126 - e;  // 14..24
     uint32_t half = m >> shift;
     const uint32_t rem = m & ((1u << shift) - 1), mid = 1u << (shift - 1);
     if (rem > mid || (rem == mid && (half & 1))) ++half;
     return sign | uint16_t(half);
   }
-  uint32_t r = abs + 0xfff + ((abs >> 13) & 1);           // round mantissa to 10 bits, RNE
+  uint32_t r = abs + 0xfff + ((abs >> 13) & 1);  // round mantissa to 10 bits, RNE
   return sign | uint16_t((r - 0x38000000) >> 13);
 }
 

@@ -14,16 +14,33 @@
 namespace toy {
 
 enum class DType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, BF16 = 30,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
 };
 
 struct DTypeInfo {
   DType type;
-  std::string_view name;   // "Q8_0", as llama.cpp prints it
-  int64_t block_size;      // values per block (1 for scalars)
-  int64_t type_size;       // bytes per block
+  std::string_view name;  // "Q8_0", as llama.cpp prints it
+  int64_t block_size;     // values per block (1 for scalars)
+  int64_t type_size;      // bytes per block
   bool quantized;
 };
 

@@ -353,7 +353,8 @@ float fit_scale_min(int nmax, const float* x, const float* w, uint8_t* L, float*
 // Q4_K/Q5_K, one super-block: fits each sub-block (weights w = rms(sub-block) + |x|), packs the
 // 6-bit scales and mins (layout of scale_min_k4) with d = max scale/63, dmin = max min/63, and
 // leaves in L the levels 0..nmax of the 256 values under the rounded scales.
-template <class Block> void quantize_scales_k4(const float* x, Block& b, uint8_t* L, int nmax, float rmin, int nstep) {
+template <class Block>
+void quantize_scales_k4(const float* x, Block& b, uint8_t* L, int nmax, float rmin, int nstep) {
   float scales[8], mins[8], w[32], max_scale = 0, max_min = 0;
   for (int j = 0; j < 8; ++j) {
     const float* xj = x + 32 * j;
@@ -531,19 +532,33 @@ void dequantize(DType t, const void* src, float* dst, int64_t n) {
   check_length("dequantize", t, n);
   const int64_t nb = n / info(t).block_size;
   switch (t) {
-    case DType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
-    case DType::F16: return dequantize_f16(static_cast<const uint16_t*>(src), dst, n);
-    case DType::BF16: return dequantize_bf16(static_cast<const uint16_t*>(src), dst, n);
-    case DType::Q4_0: return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
-    case DType::Q4_1: return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb);
-    case DType::Q5_0: return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
-    case DType::Q5_1: return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
-    case DType::Q8_0: return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
-    case DType::Q4_K: return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
-    case DType::Q5_K: return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb);
-    case DType::Q6_K: return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
-    case DType::Q8_K: return dequantize_q8_k(static_cast<const BlockQ8_K*>(src), dst, nb);
-    default: throw std::invalid_argument("dequantize: dtype " + std::string(name(t)) + " is not supported");
+    case DType::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case DType::F16:
+      return dequantize_f16(static_cast<const uint16_t*>(src), dst, n);
+    case DType::BF16:
+      return dequantize_bf16(static_cast<const uint16_t*>(src), dst, n);
+    case DType::Q4_0:
+      return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, nb);
+    case DType::Q4_1:
+      return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, nb);
+    case DType::Q5_0:
+      return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, nb);
+    case DType::Q5_1:
+      return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, nb);
+    case DType::Q8_0:
+      return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, nb);
+    case DType::Q4_K:
+      return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, nb);
+    case DType::Q5_K:
+      return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, nb);
+    case DType::Q6_K:
+      return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, nb);
+    case DType::Q8_K:
+      return dequantize_q8_k(static_cast<const BlockQ8_K*>(src), dst, nb);
+    default:
+      throw std::invalid_argument("dequantize: dtype " + std::string(name(t)) + " is not supported");
   }
 }
 
@@ -551,19 +566,33 @@ void quantize(DType t, const float* src, void* dst, int64_t n) {
   check_length("quantize", t, n);
   const int64_t nb = n / info(t).block_size;
   switch (t) {
-    case DType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
-    case DType::F16: return quantize_f16(src, static_cast<uint16_t*>(dst), n);
-    case DType::BF16: return quantize_bf16(src, static_cast<uint16_t*>(dst), n);
-    case DType::Q4_0: return quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
-    case DType::Q4_1: return quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), nb);
-    case DType::Q5_0: return quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
-    case DType::Q5_1: return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
-    case DType::Q8_0: return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
-    case DType::Q4_K: return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
-    case DType::Q5_K: return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
-    case DType::Q6_K: return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
-    case DType::Q8_K: return quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
-    default: throw std::invalid_argument("quantize: dtype " + std::string(name(t)) + " is not supported");
+    case DType::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case DType::F16:
+      return quantize_f16(src, static_cast<uint16_t*>(dst), n);
+    case DType::BF16:
+      return quantize_bf16(src, static_cast<uint16_t*>(dst), n);
+    case DType::Q4_0:
+      return quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
+    case DType::Q4_1:
+      return quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), nb);
+    case DType::Q5_0:
+      return quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
+    case DType::Q5_1:
+      return quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
+    case DType::Q8_0:
+      return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
+    case DType::Q4_K:
+      return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), nb);
+    case DType::Q5_K:
+      return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), nb);
+    case DType::Q6_K:
+      return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), nb);
+    case DType::Q8_K:
+      return quantize_q8_k(src, static_cast<BlockQ8_K*>(dst), nb);
+    default:
+      throw std::invalid_argument("quantize: dtype " + std::string(name(t)) + " is not supported");
   }
 }
 

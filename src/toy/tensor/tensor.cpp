@@ -240,7 +240,8 @@ Tensor Tensor::reshape(Shape shape) const {
 
 Tensor Tensor::row_slice(int64_t begin, int64_t end) const {
   if (dim() < 1 || begin < 0 || end < begin || end > size(0))
-    throw ShapeError("row_slice: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " + to_string(shape()));
+    throw ShapeError("row_slice: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " +
+                     to_string(shape()));
   const int64_t row = numel() / std::max<int64_t>(size(0), 1);
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape();
@@ -355,14 +356,14 @@ void Tensor::backward() const {
       const Tensor& in = n.inputs[i];
       if (!dins[i].defined() || !in.requires_grad()) continue;
       if (dins[i].shape() != in.shape())
-        throw ShapeError(std::string(n.op) + " backward: gradient " + to_string(dins[i].shape()) +
-                         " for input " + to_string(in.shape()));
+        throw ShapeError(std::string(n.op) + " backward: gradient " + to_string(dins[i].shape()) + " for input " +
+                         to_string(in.shape()));
       std::shared_ptr<TensorImpl>& slot = in.impl()->grad_fn ? grads[in.impl()] : in.impl()->grad;
       // A fresh gradient that nothing else references (no other handle, no view of its
       // storage) becomes the slot itself instead of being copied into a new one.
       Tensor gi = std::move(dins[i]);
-      if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 && gi.impl()->storage->writable &&
-          gi.impl()->offset == 0 && gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
+      if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 &&
+          gi.impl()->storage->writable && gi.impl()->offset == 0 && gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
         slot = gi.impl_ptr();
         continue;
       }

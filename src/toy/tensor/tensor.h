@@ -50,9 +50,9 @@ struct ShapeError : std::runtime_error {
 struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
-  size_t block = 0;                  // size of the owned buffer, 0 when borrowed
+  size_t block = 0;  // size of the owned buffer, 0 when borrowed
   bool writable = true;
-  std::shared_ptr<void> keepalive;   // the owner of borrowed bytes
+  std::shared_ptr<void> keepalive;  // the owner of borrowed bytes
   // `bytes` owned bytes, zero-filled when `zero`, else left as they come (see Tensor::empty).
   static std::shared_ptr<Storage> allocate(size_t bytes, bool zero);
   static std::shared_ptr<Storage> borrow(const void* data, size_t bytes, std::shared_ptr<void> keepalive);
@@ -78,11 +78,11 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::F32;
   std::shared_ptr<Storage> storage;
-  size_t offset = 0;                    // bytes into storage
+  size_t offset = 0;  // bytes into storage
   bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;        // set when this tensor was produced by a recorded op
-  std::shared_ptr<TensorImpl> grad;     // accumulated gradient of a leaf
-  std::string name;                     // GGUF name for parameters ("blk.0.attn_q.weight")
+  std::shared_ptr<Node> grad_fn;     // set when this tensor was produced by a recorded op
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
+  std::string name;                  // GGUF name for parameters ("blk.0.attn_q.weight")
 };
 
 class Tensor {
@@ -106,12 +106,15 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->shape; }
   int dim() const { return int(impl_->shape.size()); }
-  int64_t size(int d) const;              // negative d counts from the end
+  int64_t size(int d) const;  // negative d counts from the end
   int64_t numel() const { return toy::numel(impl_->shape); }
   DType dtype() const { return impl_->dtype; }
   size_t nbytes() const;
   const std::string& name() const { return impl_->name; }
-  Tensor& set_name(std::string n) { impl_->name = std::move(n); return *this; }
+  Tensor& set_name(std::string n) {
+    impl_->name = std::move(n);
+    return *this;
+  }
 
   // Destructuring shape check: `auto [T, D] = x.dims<2>("rms_norm: x");` throws
   // "rms_norm: x: expected 2 dimensions, got [5, 3, 2]".
@@ -125,12 +128,12 @@ class Tensor {
 
   // --- data access ---
   const void* raw() const { return static_cast<const char*>(impl_->storage->data) + impl_->offset; }
-  void* raw_mut();                        // throws for read-only (mapped) tensors
-  const float* data() const;              // F32 only
+  void* raw_mut();            // throws for read-only (mapped) tensors
+  const float* data() const;  // F32 only
   float* data_mut();
-  const int32_t* ids() const;             // I32 only
-  std::vector<float> to_vector() const;   // any dtype, dequantized to float
-  float item() const;                     // single F32 value
+  const int32_t* ids() const;            // I32 only
+  std::vector<float> to_vector() const;  // any dtype, dequantized to float
+  float item() const;                    // single F32 value
 
   // --- views and copies (views share storage; gradients flow through reshape) ---
   Tensor reshape(Shape shape) const;
@@ -143,7 +146,7 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   Tensor grad() const { return impl_->grad ? Tensor(impl_->grad) : Tensor(); }
   void zero_grad() { impl_->grad.reset(); }
-  void backward() const;                   // this must be a scalar (numel 1)
+  void backward() const;  // this must be a scalar (numel 1)
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
@@ -156,8 +159,8 @@ class Tensor {
 // ---------------------------------------------------------------------------------------
 // Recording ops.
 struct Node {
-  const char* op;                                   // "rms_norm", for error messages and traces
-  std::vector<Tensor> inputs;                       // inputs that take part in differentiation
+  const char* op;              // "rms_norm", for error messages and traces
+  std::vector<Tensor> inputs;  // inputs that take part in differentiation
   // Maps d(loss)/d(output) to d(loss)/d(input_i) for each input (undefined = no gradient).
   std::function<std::vector<Tensor>(const Tensor& dout)> backward;
 };
@@ -170,6 +173,7 @@ class NoGrad {  // RAII: `{ NoGrad ng; logits = model.forward(...); }`
   ~NoGrad();
   NoGrad(const NoGrad&) = delete;
   NoGrad& operator=(const NoGrad&) = delete;
+
  private:
   bool prev_;
 };

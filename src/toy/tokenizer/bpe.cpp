@@ -16,14 +16,14 @@ namespace {
 constexpr int32_t kMerged = -2;  // id of a symbol absorbed by its left neighbour
 
 struct Symbol {
-  int32_t id;      // -1: the byte has no token (incomplete vocabulary)
+  int32_t id;  // -1: the byte has no token (incomplete vocabulary)
   int prev, next;
 };
 
 struct Bigram {
   int32_t rank;
   int left, right;
-  int32_t left_id, right_id;  // ids when queued; a changed id means the entry is stale
+  int32_t left_id, right_id;               // ids when queued; a changed id means the entry is stale
   bool operator<(const Bigram& o) const {  // std::priority_queue pops the largest: lowest rank, leftmost
     return rank > o.rank || (rank == o.rank && left > o.left);
   }
@@ -74,7 +74,8 @@ void bpe_word(const Vocab& v, std::string_view word, std::vector<int32_t>& out) 
 void bpe_tokenize(const Vocab& v, std::string_view text, WordCache& cache, std::vector<int32_t>& out) {
   std::vector<std::string_view> words;
   v.pretok->split(text, words);
-  for (std::string_view w : words) cache.append(w, out, [&](std::string_view word, std::vector<int32_t>& ids) { bpe_word(v, word, ids); });
+  for (std::string_view w : words)
+    cache.append(w, out, [&](std::string_view word, std::vector<int32_t>& ids) { bpe_word(v, word, ids); });
 }
 
 }  // namespace toy::tokenizer_detail

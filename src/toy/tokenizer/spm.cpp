@@ -28,7 +28,7 @@ struct Symbol {
 struct Bigram {
   float score;
   int left, right;
-  size_t size;  // bytes of left + right when queued
+  size_t size;                             // bytes of left + right when queued
   bool operator<(const Bigram& o) const {  // std::priority_queue pops the largest
     return score < o.score || (score == o.score && left > o.left);
   }
@@ -89,8 +89,10 @@ void tokenize_chunk(const Vocab& v, std::string_view text, std::vector<Symbol>& 
     // Byte fallback. A vocabulary without byte tokens gets <unk> (llama.cpp would throw here).
     for (char c : s) {
       const int32_t id = v.byte_token[uint8_t(c)];
-      if (id >= 0) out.push_back(id);
-      else if (v.unk >= 0) out.push_back(v.unk);
+      if (id >= 0)
+        out.push_back(id);
+      else if (v.unk >= 0)
+        out.push_back(v.unk);
     }
   }
 }

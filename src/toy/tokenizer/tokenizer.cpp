@@ -89,13 +89,20 @@ Metadata read_metadata(const gguf::GgufFile& f) {
 
 uint32_t attr_of_type(int32_t type) {
   switch (type) {
-    case 1: return kNormal;
-    case 2: return kUnknown;
-    case 3: return kControl;
-    case 4: return kUserDefined;
-    case 5: return kUnused;
-    case 6: return kByte;
-    default: return 0;  // undefined: renders as nothing
+    case 1:
+      return kNormal;
+    case 2:
+      return kUnknown;
+    case 3:
+      return kControl;
+    case 4:
+      return kUserDefined;
+    case 5:
+      return kUnused;
+    case 6:
+      return kByte;
+    default:
+      return 0;  // undefined: renders as nothing
   }
 }
 
@@ -116,8 +123,10 @@ std::string render_piece(const Vocab& v, int32_t id) {
     if (v.algo == Algo::Bpe) {  // GPT-2 code points back to bytes; other characters stay as they are
       for (uint32_t cp : unicode::codepoints(t)) {
         const int b = unicode::byte_from_codepoint(cp);
-        if (b >= 0) r += char(b);
-        else unicode::append_utf8(r, cp);
+        if (b >= 0)
+          r += char(b);
+        else
+          unicode::append_utf8(r, cp);
       }
     } else {  // "▁" back to a space
       for (size_t i = 0; i < t.size();) {
@@ -168,10 +177,28 @@ void detect_eog(Vocab& v, const std::vector<std::pair<std::string, int64_t>>& id
 
   for (int32_t id : {fim_pad, fim_rep, fim_sep, v.eos, v.eot, v.eom})
     if (id >= 0) v.eog.push_back(id);
-  for (std::string_view n : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-                             "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-                             "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-                             "<｜end▁of▁sentence｜>", "[e~["}) {
+  for (std::string_view n : {"<|eot_id|>",
+                             "<|im_end|>",
+                             "<|end|>",
+                             "<|return|>",
+                             "<|call|>",
+                             "<|flush|>",
+                             "<|calls|>",
+                             "<end_of_turn>",
+                             "<|endoftext|>",
+                             "</s>",
+                             "<|eom_id|>",
+                             "<EOT>",
+                             "_<EOT>",
+                             "[EOT]",
+                             "[EOS]",
+                             "<|end_of_text|>",
+                             "<end_of_utterance>",
+                             "<eos>",
+                             "<turn|>",
+                             "<|tool_response>",
+                             "<｜end▁of▁sentence｜>",
+                             "[e~["}) {
     if (const int32_t id = v.find(n); id >= 0) {
       v.eog.push_back(id);
       v.attr[size_t(id)] |= kControl;
@@ -237,9 +264,11 @@ void load_tokens(Vocab& v, Metadata& m, const Fail& fail) {
   const size_t n = m.tokens.size();
   if (n >= size_t(INT32_MAX)) throw fail("too many tokens");
   if (!m.scores.empty() && m.scores.size() != n)
-    throw fail("tokenizer.ggml.scores has " + std::to_string(m.scores.size()) + " entries for " + std::to_string(n) + " tokens");
+    throw fail("tokenizer.ggml.scores has " + std::to_string(m.scores.size()) + " entries for " + std::to_string(n) +
+               " tokens");
   if (!m.types.empty() && m.types.size() != n)
-    throw fail("tokenizer.ggml.token_type has " + std::to_string(m.types.size()) + " entries for " + std::to_string(n) + " tokens");
+    throw fail("tokenizer.ggml.token_type has " + std::to_string(m.types.size()) + " entries for " + std::to_string(n) +
+               " tokens");
   v.text = std::move(m.tokens);
   v.score = m.scores.empty() ? std::vector<float>(n, 0.0f) : m.scores;
   v.attr.resize(n);
@@ -248,7 +277,8 @@ void load_tokens(Vocab& v, Metadata& m, const Fail& fail) {
     if (t.empty()) t = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp: keeps ids unique and visible
     if (!unicode::is_valid_utf8(t)) throw fail("token " + std::to_string(i) + " is not valid UTF-8");
     v.attr[i] = m.types.empty() ? kNormal : attr_of_type(m.types[i]);
-    const bool hex = t.size() == 6 && t.starts_with("<0x") && hex_digit(t[3]) >= 0 && hex_digit(t[4]) >= 0 && t[5] == '>';
+    const bool hex =
+        t.size() == 6 && t.starts_with("<0x") && hex_digit(t[3]) >= 0 && hex_digit(t[4]) >= 0 && t[5] == '>';
     if ((v.attr[i] & kByte) && !hex) throw fail("byte token " + std::to_string(i) + " is '" + t + "', expected <0xXX>");
     v.max_token_len = std::max(v.max_token_len, t.size());
   }
@@ -272,7 +302,8 @@ void set_special_ids(Vocab& v, const Metadata& m, const Fail& fail) {
                                                                   : nullptr;
     const bool in_range = id >= 0 && id < v.n_vocab();
     if (!in_range && (field == &v.bos || field == &v.eos))
-      throw fail(key + " = " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(v.n_vocab()) + " tokens");
+      throw fail(key + " = " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(v.n_vocab()) +
+                 " tokens");
     if (field && in_range) *field = int32_t(id);
   }
   if (m.add_bos) v.add_bos = *m.add_bos;
@@ -404,8 +435,10 @@ std::string escape_spm(std::string_view text, bool prefix) {
   s.reserve(text.size() + 16);
   if (prefix) s += kSpace;
   for (char c : text) {
-    if (c == ' ') s += kSpace;
-    else s += c;
+    if (c == ' ')
+      s += kSpace;
+    else
+      s += c;
   }
   return s;
 }
@@ -437,7 +470,8 @@ void clean_spaces(std::string& text) {
     const char x = text[i];
     if (text[i - 1] == ' ' && x == '\'' && i + 1 < n) {
       const char x1 = text[i + 1];
-      if (x1 == 's' || x1 == 'm') --total;
+      if (x1 == 's' || x1 == 'm')
+        --total;
       else if (x1 != 't' && x1 != 'd' && i + 2 < n) {
         const char x2 = text[i + 2];
         if ((x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e')) --total;
@@ -477,8 +511,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::byte_level() {
   m.tokens.emplace_back(kSpace);  // SentencePiece turns ' ' into "▁" before looking up tokens
   m.types.push_back(1);
   m.scores.assign(m.tokens.size(), 0.0f);
-  m.special_ids = {{"tokenizer.ggml.unknown_token_id", 0}, {"tokenizer.ggml.bos_token_id", 1},
-                   {"tokenizer.ggml.eos_token_id", 2}};
+  m.special_ids = {
+      {"tokenizer.ggml.unknown_token_id", 0}, {"tokenizer.ggml.bos_token_id", 1}, {"tokenizer.ggml.eos_token_id", 2}};
   m.add_bos = true;
   m.add_eos = false;
   m.add_space_prefix = false;
@@ -533,8 +567,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
       if (add_special && v.add_bos) out.push_back(v.bos);
       WordCache cache;
       for (const Fragment& f : frags) {
-        if (f.token >= 0) out.push_back(f.token);
-        else bpe_tokenize(v, f.text, cache, out);
+        if (f.token >= 0)
+          out.push_back(f.token);
+        else
+          bpe_tokenize(v, f.text, cache, out);
       }
       if (add_special && v.add_eos) out.push_back(v.eos);
       break;
@@ -542,8 +578,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     case Algo::Wpm: {  // BERT: [CLS] text [SEP]
       if (add_special && v.add_bos) out.push_back(v.bos);
       for (const Fragment& f : frags) {
-        if (f.token >= 0) out.push_back(f.token);
-        else wpm_tokenize(v, f.text, out);
+        if (f.token >= 0)
+          out.push_back(f.token);
+        else
+          wpm_tokenize(v, f.text, out);
       }
       if (add_special) out.push_back(v.sep);
       break;
@@ -555,7 +593,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 std::string_view Tokenizer::piece_view(int32_t id, bool special) const {
   const Vocab& v = *v_;
   if (id < 0 || id >= v.n_vocab())
-    throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(v.n_vocab()));
+    throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                         std::to_string(v.n_vocab()));
   if (!special && (v.attr[size_t(id)] & (kUnknown | kControl))) return {};
   return v.piece[size_t(id)];
 }
@@ -578,7 +617,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 
 std::string_view Tokenizer::token_text(int32_t id) const {
   if (id < 0 || id >= v_->n_vocab())
-    throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(v_->n_vocab()));
+    throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                         std::to_string(v_->n_vocab()));
   return v_->text[size_t(id)];
 }
 

@@ -77,9 +77,9 @@ class Tokenizer {
   int32_t eos() const;  // -1 when the vocabulary has none
   bool add_bos() const;
   bool add_eos() const;
-  bool is_eog(int32_t id) const;  // ends generation: eos, eot, eom, <|im_end|>, <|eot_id|>, ...
+  bool is_eog(int32_t id) const;   // ends generation: eos, eot, eom, <|im_end|>, <|eot_id|>, ...
   std::string_view model() const;  // "llama", "gpt2", "bert", "bytes"
-  std::string_view pre() const;     // `tokenizer.ggml.pre` as read ("" when absent)
+  std::string_view pre() const;    // `tokenizer.ggml.pre` as read ("" when absent)
 
   ~Tokenizer();
 

@@ -12,17 +12,18 @@ int utf8_check(std::string_view s) {
   if (c < 0x80) return 1;
   size_t n;
   uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte (rules out overlongs etc.)
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
   else if (c >= 0xE0 && c <= 0xEF) {
     n = 3;
-    if (c == 0xE0) lo = 0xA0;       // overlong
-    if (c == 0xED) hi = 0x9F;       // UTF-16 surrogates
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
   } else if (c >= 0xF0 && c <= 0xF4) {
     n = 4;
-    if (c == 0xF0) lo = 0x90;       // overlong
-    if (c == 0xF4) hi = 0x8F;       // above U+10FFFF
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
   } else {
-    return -1;                      // continuation byte, C0/C1 or F5..FF as a lead
+    return -1;  // continuation byte, C0/C1 or F5..FF as a lead
   }
   for (size_t i = 1; i < n; ++i) {
     if (i >= s.size()) return 0;
@@ -44,10 +45,14 @@ bool is_valid_utf8(std::string_view s) {
 static uint32_t decode_valid(std::string_view s, size_t n) {
   const auto b = [&](size_t i) { return uint32_t(static_cast<uint8_t>(s[i])); };
   switch (n) {
-    case 1: return b(0);
-    case 2: return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3: return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-    default: return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+    case 1:
+      return b(0);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
   }
 }
 
@@ -116,14 +121,27 @@ int byte_from_codepoint(uint32_t cp) {
 uint8_t flags(uint32_t cp) {
   using tables::kFlagRuns;
   const auto* end = kFlagRuns + tables::kFlagRunsSize;
-  const auto* it = std::upper_bound(kFlagRuns, end, cp, [](uint32_t c, const tables::FlagRun& r) { return c < r.first; });
+  const auto* it =
+      std::upper_bound(kFlagRuns, end, cp, [](uint32_t c, const tables::FlagRun& r) { return c < r.first; });
   return it == kFlagRuns ? 0 : (it - 1)->flags;
 }
 
 bool is_whitespace(uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;

@@ -43,9 +43,16 @@ uint32_t nfd_first(uint32_t cp);  // first code point of the NFD decomposition (
 
 // Generated data (unicode_tables.cpp), sorted by code point.
 namespace tables {
-struct FlagRun { uint32_t first; uint8_t flags; };    // flags hold until the next run's first
-struct CpMap { uint32_t from, to; };
-struct CpRangeMap { uint32_t first, last, to; };
+struct FlagRun {
+  uint32_t first;
+  uint8_t flags;
+};  // flags hold until the next run's first
+struct CpMap {
+  uint32_t from, to;
+};
+struct CpRangeMap {
+  uint32_t first, last, to;
+};
 extern const FlagRun kFlagRuns[];
 extern const size_t kFlagRunsSize;
 extern const CpMap kLower[];

@@ -47,14 +47,14 @@ struct Vocab {
 
   int32_t bos = -1, eos = -1, unk = -1, sep = -1, eot = -1, eom = -1;
   bool add_bos = false, add_eos = false;
-  bool add_space_prefix = false;   // SPM: a leading "▁" before text that follows BOS/special/start
-  bool clean_spaces = false;       // decode(): llama.cpp's " ," -> "," clean-up
-  bool ignore_merges = false;      // BPE: a pre-token that is itself a token is not merged (llama3)
+  bool add_space_prefix = false;  // SPM: a leading "▁" before text that follows BOS/special/start
+  bool clean_spaces = false;      // decode(): llama.cpp's " ," -> "," clean-up
+  bool ignore_merges = false;     // BPE: a pre-token that is itself a token is not merged (llama3)
 
-  std::vector<int32_t> specials;   // control, user-defined and unknown ids, longest text first
-  ByteTrie specials_always;        // the user-defined ones (index into specials): always matched
-  ByteTrie specials_all;           // all of them: matched when parse_special
-  std::vector<int32_t> eog;        // end-of-generation ids, sorted
+  std::vector<int32_t> specials;  // control, user-defined and unknown ids, longest text first
+  ByteTrie specials_always;       // the user-defined ones (index into specials): always matched
+  ByteTrie specials_all;          // all of them: matched when parse_special
+  std::vector<int32_t> eog;       // end-of-generation ids, sorted
 
   // SPM: byte b -> id of "<0xXX>" (or of the one-byte token), -1 when absent.
   // BPE: byte b -> id of the token spelling GPT-2's code point for b, -1 when absent.
@@ -67,7 +67,7 @@ struct Vocab {
   std::unique_ptr<const PreTokenizer> pretok;  // BPE only
 
   // Kept as read, so write_gguf() reproduces the file's tokenizer.
-  std::vector<int32_t> file_types;               // empty when the file has no token_type
+  std::vector<int32_t> file_types;  // empty when the file has no token_type
   bool file_has_scores = false;
   std::vector<std::pair<std::string, int32_t>> file_special_ids;  // ("tokenizer.ggml.bos_token_id", 1), ...
 
