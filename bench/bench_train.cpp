@@ -27,7 +27,7 @@
 #include <string>
 #include <utility>
 
-#include "toy/archs/llama.h"
+#include "toy/archs/model.h"
 #include "toy/engines/train.h"
 #include "toy/kernels/kernels.h"
 
@@ -39,26 +39,6 @@ struct Shape_ {
   const char* name;
   int64_t d_model, n_layer, n_head, n_kv_head, d_ff, n_vocab, T, B, steps;
 };
-
-LlamaHparams hparams(const Shape_& s) {
-  LlamaHparams hp;
-  const int64_t dh = s.d_model / s.n_head;
-  hp.c = {.arch = "llama",
-          .n_vocab = s.n_vocab,
-          .d_model = s.d_model,
-          .n_layer = s.n_layer,
-          .n_head = s.n_head,
-          .n_kv_head = s.n_kv_head,
-          .d_head = dh,
-          .d_ff = s.d_ff,
-          .n_ctx = s.T};
-  hp.attn.n_head = s.n_head;
-  hp.attn.n_kv_head = s.n_kv_head;
-  hp.attn.d_head = dh;
-  hp.attn.rope = {.mode = RopeMode::Norm, .n_rot = dh, .base = 10000.0f, .freq_factors = {}};
-  hp.attn.options.scale = 1.0f / std::sqrt(float(dh));
-  return hp;
-}
 
 double flops_per_step(const Shape_& s) {
   const double D = double(s.d_model), dh = D / double(s.n_head), kv = dh * double(s.n_kv_head), F = double(s.d_ff);
@@ -80,8 +60,18 @@ double cpu_ms() {
 }
 
 Result bench_toy(const Shape_& s, int steps) {
-  const LlamaHparams hp = hparams(s);
-  LlamaModel model(hp, LlamaModel::random_weights(hp, /*tied=*/true, 0));
+  std::unique_ptr<Model> m = random_model({.arch = "llama",
+                                           .n_vocab = s.n_vocab,
+                                           .d_model = s.d_model,
+                                           .n_layer = s.n_layer,
+                                           .n_head = s.n_head,
+                                           .n_kv_head = s.n_kv_head,
+                                           .d_ff = s.d_ff,
+                                           .n_ctx = s.T,
+                                           .tied_output = true,
+                                           .keys = {}},
+                                          0);
+  Model& model = *m;
   TrainEngine engine(model, {.schedule = {.kind = ScheduleKind::Constant, .lr = 1e-3f, .warmup = 0, .total = steps + 1},
                              .adamw = {},
                              .clip = 1.0f});

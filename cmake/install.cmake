@@ -2,7 +2,7 @@
 #   bin/toy                       the CLI
 #   lib/libtoy_<layer>.a          one static library per layer
 #   include/toy/<layer>/*.h       the headers, as `#include "toy/tensor/tensor.h"`
-#   lib/cmake/toy/                a CMake package: find_package(toy) gives toy::toy
+#   lib/cmake/toy/                a CMake package: find_package(toy) gives toy::toy and toy::cli
 #
 # The package's targets file is written here rather than by install(EXPORT): the layer targets
 # carry source-tree include paths, and a hand-written file cannot fail the project's own build.
@@ -29,6 +29,10 @@ function(_toy_write_package)
 
   # toy_x -> toy::toy_x inside a link item (which may be a generator expression such as $<LINK_ONLY:toy_x>).
   function(_toy_namespaced out item)
+    if(item STREQUAL "toy")  # the all-layers target
+      set(${out} "toy::toy" PARENT_SCOPE)
+      return()
+    endif()
     string(REGEX REPLACE "(^|[:<>,;])(toy_[A-Za-z0-9_]+)" "\\1toy::\\2" _r "${item}")
     set(${out} "${_r}" PARENT_SCOPE)
   endfunction()
@@ -71,6 +75,10 @@ function(_toy_write_package)
   endforeach()
   string(APPEND _toy_targets "add_library(toy::toy INTERFACE IMPORTED)\n"
          "set_target_properties(toy::toy PROPERTIES INTERFACE_LINK_LIBRARIES \"${_mapped}\")\n"
+         "# toy::cli: the command line as a library (toy/cli.h); every command's object is linked.\n"
+         "add_library(toy::cli INTERFACE IMPORTED)\n"
+         "set_target_properties(toy::cli PROPERTIES INTERFACE_LINK_LIBRARIES "
+         "\"$<LINK_LIBRARY:WHOLE_ARCHIVE,toy::toy_cli_lib>\")\n"
          "unset(_toy_prefix)\n")
   file(WRITE ${CMAKE_BINARY_DIR}/toyTargets.cmake "${_toy_targets}")
 

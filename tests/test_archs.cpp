@@ -16,8 +16,7 @@
 
 #include "fixtures.h"
 #include "toy/archs/gemma2.h"
-#include "toy/archs/gpt2.h"
-#include "toy/archs/olmoe.h"
+#include "toy/archs/model.h"
 #include "toy/blocks/moe.h"
 #include "toy/engines/decode.h"
 #include "toy/primitives/indexing.h"
@@ -160,8 +159,8 @@ TEST(KvCache, F16HalvesTheMemoryAndAttentionReadsTheHalves) {
 // --- gemma2 --------------------------------------------------------------------------------
 
 // rope against its formula in double, for a run of calls whose positions, base, n_rot, pairing
-// and frequency factors change one at a time (the primitive reuses the last angle table when
-// nothing changed: a stale table would show here).
+// and frequency factors change one at a time (each forward pass builds its own angle table: a
+// table kept from an earlier call would show here).
 TEST(Rope, MatchesTheFormulaWhateverCameBefore) {
   const int64_t H = 2, Dh = 8;
   std::vector<float> xs(size_t(2 * 3 * H * Dh));
@@ -184,7 +183,7 @@ TEST(Rope, MatchesTheFormulaWhateverCameBefore) {
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     const Rope& r = cases[c].r;
-    const Tensor y = rope(x, Tensor::from_ids({2, 3}, cases[c].pos), r);
+    const Tensor y = rope(x, rope_angles(Tensor::from_ids({2, 3}, cases[c].pos), r));
     const int64_t half = r.n_rot / 2;
     for (int64_t bt = 0; bt < 6; ++bt)
       for (int64_t h = 0; h < H; ++h) {
@@ -207,11 +206,10 @@ TEST(Rope, MatchesTheFormulaWhateverCameBefore) {
 TEST(Gemma2, SlidingWindowMasksEvenLayers) {
   TOY_REQUIRE_FIXTURE(path, "models/gemma2/gemma2-f32.gguf");
   auto model = load(path);
-  const auto& hp = dynamic_cast<const Gemma2Model&>(*model).hparams();
-  EXPECT_TRUE(hp.is_local(0));
-  EXPECT_FALSE(hp.is_local(1));
-  EXPECT_EQ(hp.local.options.window, 8);
-  EXPECT_EQ(hp.global.options.window, 0);
+  const auto f = gguf::GgufFile::open(path.string());
+  const Description hp = find_architecture("gemma2")->describe(f->metadata(), model->config().n_vocab, true, {});
+  EXPECT_EQ(hp.value("attention.sliding_window"), 8);
+  EXPECT_EQ(hp.value("attention.sliding_window_pattern"), 2);  // layers 0, 2, … local; 1, 3, … global
   // The same file with a window as long as the context: every layer global. The long reference
   // must then be far off (README ablation no_swa: 1.2), i.e. the window really masks.
   const LongRef ref = read_long(path.string() + ".long.ref.json");
@@ -236,35 +234,28 @@ TEST(Gemma2, AttentionWindowPrimitive) {
 // Gemma-2 27B (46 layers) is llama.cpp's one exception to the 1/√d_head scale; check the rule and
 // the defaults of keys the converter leaves out, on a file with metadata and a token table only.
 TEST(Gemma2, HparamsScaleRuleAndDefaults) {
-  auto hparams_for = [](int64_t n_layer) {
-    gguf::GgufWriter w;
-    using gguf::Value;
-    w.set("general.architecture", Value::of_string("gemma2"));
-    w.set("gemma2.context_length", Value::of_u32(64));
-    w.set("gemma2.embedding_length", Value::of_u32(128));
-    w.set("gemma2.block_count", Value::of_u32(uint32_t(n_layer)));
-    w.set("gemma2.feed_forward_length", Value::of_u32(256));
-    w.set("gemma2.attention.head_count", Value::of_u32(4));
-    w.set("gemma2.attention.head_count_kv", Value::of_u32(2));
-    w.set("gemma2.attention.key_length", Value::of_u32(16));
-    w.set("gemma2.attention.value_length", Value::of_u32(16));
-    w.set("gemma2.attention.layer_norm_rms_epsilon", Value::of_f32(1e-6f));
-    std::vector<float> embd(8 * 128);
-    w.add_tensor("token_embd.weight", {8, 128}, DType::F32, embd.data());
-    const std::string p = temp_path("gemma2_meta_" + std::to_string(n_layer) + ".gguf");
-    w.write(p);
-    return gemma2_hparams(WeightLoader(gguf::GgufFile::open(p)));
+  using gguf::Value;
+  auto describe = [](int64_t n_layer) {
+    const Metadata meta = {{"gemma2.context_length", Value::of_u32(64)},
+                           {"gemma2.embedding_length", Value::of_u32(128)},
+                           {"gemma2.block_count", Value::of_u32(uint32_t(n_layer))},
+                           {"gemma2.feed_forward_length", Value::of_u32(256)},
+                           {"gemma2.attention.head_count", Value::of_u32(4)},
+                           {"gemma2.attention.head_count_kv", Value::of_u32(2)},
+                           {"gemma2.attention.key_length", Value::of_u32(16)},
+                           {"gemma2.attention.value_length", Value::of_u32(16)},
+                           {"gemma2.attention.layer_norm_rms_epsilon", Value::of_f32(1e-6f)}};
+    return find_architecture("gemma2")->describe(meta, 8, true, {});
   };
-  const Gemma2Hparams h45 = hparams_for(45), h46 = hparams_for(46);
-  EXPECT_FLOAT_EQ(h45.global.options.scale, 1.0f / std::sqrt(16.0f));  // 1/√d_head
-  EXPECT_FLOAT_EQ(h46.global.options.scale, 1.0f / std::sqrt(32.0f));  // 1/√(d_model/n_head)
-  EXPECT_FLOAT_EQ(h46.local.options.scale, h46.global.options.scale);
-  EXPECT_EQ(h45.local.options.window, 4096);
-  EXPECT_FLOAT_EQ(h45.global.options.softcap, 50.0f);
-  EXPECT_FLOAT_EQ(h45.final_softcap, 30.0f);
-  EXPECT_FLOAT_EQ(h45.global.rope.base, 10000.0f);
-  EXPECT_EQ(h45.global.rope.mode, RopeMode::Neox);
-  EXPECT_EQ(h45.swa_pattern, 2);
+  const Description h45 = describe(45), h46 = describe(46);
+  EXPECT_FLOAT_EQ(gemma2_attention_scale(h45.config), 1.0f / std::sqrt(16.0f));  // 1/√d_head
+  EXPECT_FLOAT_EQ(gemma2_attention_scale(h46.config), 1.0f / std::sqrt(32.0f));  // 1/√(d_model/n_head)
+  EXPECT_EQ(h45.value("attention.sliding_window"), 4096);
+  EXPECT_FLOAT_EQ(float(h45.value("attn_logit_softcapping")), 50.0f);
+  EXPECT_FLOAT_EQ(float(h45.value("final_logit_softcapping")), 30.0f);
+  EXPECT_FLOAT_EQ(float(h45.value("rope.freq_base")), 10000.0f);
+  EXPECT_EQ(h45.variant.positions, Positions::RopeNeox);
+  EXPECT_EQ(h45.value("attention.sliding_window_pattern"), 2);
 }
 
 // --- olmoe / mixture of experts ------------------------------------------------------------
@@ -340,9 +331,9 @@ TEST(Moe, ExpertSlabsAreZeroCopyViewsInEveryDtype) {
     const fs::path p = test::fixture(std::string("models/olmoe/olmoe-") + dt + ".gguf");
     if (p.empty()) continue;
     auto f = gguf::GgufFile::open(p.string());
-    WeightLoader loader(f);
     for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_down_exps.weight"}) {
-      Tensor W = loader.need(name, {8, 128, 128});
+      Tensor W = f->tensor(*f->find_tensor(name));
+      ASSERT_EQ(W.shape(), (Shape{8, 128, 128}));
       const std::vector<float> all = W.to_vector();
       const size_t slab_bytes = W.nbytes() / 8;
       for (int64_t e = 0; e < 8; ++e) {
@@ -553,4 +544,67 @@ TEST(PrimitiveGradients, MoeFfn) {
       },
       {randn({N, D}, rng), randn({E, D}, rng), randn({E, F, D}, rng), randn({E, F, D}, rng), randn({E, D, F}, rng)},
       17);
+}
+
+// Metadata that means nothing physically (a rope base of 0 or NaN, a NaN epsilon) and weights
+// holding NaN are refused at load, naming the key or the tensor (#22: they generated garbage).
+TEST(Archs, MeaninglessMetadataAndNanWeightsAreRefusedAtLoad) {
+  TOY_REQUIRE_FIXTURE(path, "models/smollm2/smollm2-f32.gguf");
+  TOY_REQUIRE_FIXTURE(q8, "models/smollm2/smollm2-q8_0.gguf");
+  // The file at `in` with one key set to `v` (none when key is empty) and the first value of
+  // tensor `bad` (its first scale, for Q8_0) made NaN.
+  auto write = [](const fs::path& in, const std::string& out_name, const std::string& key, gguf::Value v,
+                  const std::string& bad) {
+    auto f = gguf::GgufFile::open(in.string());
+    gguf::GgufWriter w;
+    for (const auto& [k, val] : f->metadata()) w.set(k, val);
+    if (!key.empty()) w.set(key, v);
+    static std::vector<std::vector<uint8_t>> keep;  // alive until the write
+    for (const auto& t : f->tensors()) {
+      const auto* p = static_cast<const uint8_t*>(f->tensor_data(t));
+      if (t.name != bad) {
+        w.add_tensor(t.name, t.shape, t.dtype, p);
+        continue;
+      }
+      keep.emplace_back(p, p + t.nbytes);
+      if (t.dtype == DType::F32) {
+        const float nan = std::nanf("");
+        std::memcpy(keep.back().data(), &nan, 4);
+      } else {
+        const uint16_t nan_half = 0x7e00;  // the block's scale d
+        std::memcpy(keep.back().data(), &nan_half, 2);
+      }
+      w.add_tensor(t.name, t.shape, t.dtype, keep.back().data());
+    }
+    const std::string out = temp_path(out_name);
+    w.write(out);
+    return out;
+  };
+  using gguf::Value;
+  EXPECT_NO_THROW(load(write(path, "meta_ok.gguf", "", {}, "")));
+  const std::vector<std::pair<std::string, Value>> bad_keys = {
+      {"llama.rope.freq_base", Value::of_f32(0.0f)},
+      {"llama.rope.freq_base", Value::of_f32(std::nanf(""))},
+      {"llama.attention.layer_norm_rms_epsilon", Value::of_f32(std::nanf(""))},
+      {"llama.attention.layer_norm_rms_epsilon", Value::of_f32(-1e-5f)},
+      {"llama.rope.dimension_count", Value::of_u32(7)},
+      {"llama.attention.head_count_kv", Value::of_u32(0)}};
+  for (const auto& [key, v] : bad_keys) {
+    try {
+      load(write(path, "meta_bad.gguf", key, v, ""));
+      ADD_FAILURE() << key << " = " << v.to_display() << " was accepted";
+    } catch (const gguf::GgufError& e) {
+      EXPECT_NE(std::string(e.what()).find(key.substr(6)), std::string::npos) << e.what();
+    }
+  }
+  for (const auto& [file, name] : {std::pair{path, "nan_f32.gguf"}, std::pair{q8, "nan_q8.gguf"}}) {
+    const std::string p = write(file, name, "", {}, "blk.1.attn_k.weight");
+    try {
+      load(p);
+      ADD_FAILURE() << name << ": a NaN weight was accepted";
+    } catch (const gguf::GgufError& e) {
+      EXPECT_NE(std::string(e.what()).find("blk.1.attn_k.weight"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(test::run_toy("infer " + p + " --ids 1 -n 1").code, 3);
+  }
 }

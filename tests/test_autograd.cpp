@@ -30,7 +30,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "toy/archs/llama.h"
+#include "toy/archs/model.h"
 #include "toy/blocks/blocks.h"
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
@@ -235,7 +235,7 @@ struct RopeNorm {  // adjacent pairs, every dimension rotated; row 0 at position
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 4, 3, 8})}; }
   static Tensor forward(std::span<const Tensor> x) {
     const Tensor pos = Tensor::from_ids({2, 4}, std::vector<int32_t>{0, 1, 2, 3, 5, 6, 7, 8});
-    return rope(x[0], pos, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}});
+    return rope(x[0], rope_angles(pos, {.mode = RopeMode::Norm, .n_rot = 8, .base = 10000.0f, .freq_factors = {}}));
   }
 };
 
@@ -243,8 +243,9 @@ struct RopeNeoxPartial {  // half-split pairs, 4 of 8 dimensions rotated, positi
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({1, 3, 2, 8})}; }
   static Tensor forward(std::span<const Tensor> x) {
     const std::vector<float> f = {1.0f, 4.0f};
-    return rope(x[0], Tensor::from_ids({1, 3}, std::vector<int32_t>{7, 8, 9}),
-                {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)});
+    return rope(
+        x[0], rope_angles(Tensor::from_ids({1, 3}, std::vector<int32_t>{7, 8, 9}),
+                          {.mode = RopeMode::Neox, .n_rot = 4, .base = 500.0f, .freq_factors = Tensor::from({2}, f)}));
   }
 };
 
@@ -350,29 +351,22 @@ struct SwigluFfn {  // composed: linear, silu, mul — no rule of its own
 // gradients of a measurable size. The loss is a mean over 10 targets of a 2-layer network:
 // its curvature is larger than a single op's, so atol is 2e-3 with h = 1e-2.
 struct LlamaLoss {
-  static LlamaHparams hparams() {
-    LlamaHparams hp;
-    hp.c = {.arch = "llama",
-            .n_vocab = 11,
-            .d_model = 8,
-            .n_layer = 2,
-            .n_head = 4,
-            .n_kv_head = 2,
-            .d_head = 2,
-            .d_ff = 12,
-            .n_ctx = 16};
-    hp.attn = {.n_head = 4,
-               .n_kv_head = 2,
-               .d_head = 2,
-               .rope = {.mode = RopeMode::Norm, .n_rot = 2, .base = 10000.0f, .freq_factors = {}},
-               .options = {.scale = 0.70710678f}};
-    return hp;
+  static std::unique_ptr<Model> model() {  // head size 2, NORM rope over both components
+    return random_model({.arch = "llama",
+                         .n_vocab = 11,
+                         .d_model = 8,
+                         .n_layer = 2,
+                         .n_head = 4,
+                         .n_kv_head = 2,
+                         .d_ff = 12,
+                         .n_ctx = 16,
+                         .tied_output = true,
+                         .keys = {}},
+                        7);
   }
   static std::vector<Tensor> inputs(Rng& r) {
-    LlamaWeights w = LlamaModel::random_weights(hparams(), /*tied=*/true, 7);
-    LlamaModel m(hparams(), w);
     std::vector<Tensor> x;
-    m.for_each_param([&](Tensor& t) {
+    model()->for_each_param([&](Tensor& t) {
       x.push_back(t.dim() == 2 ? r.normal(t.shape(), 0.0f, 0.3f) : r.normal(t.shape(), 1.0f, 0.2f));
     });
     x.push_back(r.ids({2, 5}, 11));  // tokens
@@ -380,11 +374,10 @@ struct LlamaLoss {
     return x;
   }
   static Tensor forward(std::span<const Tensor> x) {
-    LlamaWeights w = LlamaModel::random_weights(hparams(), true, 7);
-    LlamaModel m(hparams(), w);
+    std::unique_ptr<Model> m = model();
     size_t i = 0;
-    m.for_each_param([&](Tensor& t) { t = x[i++]; });
-    Tensor logits = m.forward(x[i], Ctx{});
+    m->for_each_param([&](Tensor& t) { t = x[i++]; });
+    Tensor logits = m->forward(x[i], Ctx{});
     return cross_entropy(logits.reshape({10, 11}), x[i + 1]);
   }
   static Tolerance tolerance() { return {.atol = 2e-3}; }

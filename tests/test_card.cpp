@@ -10,7 +10,7 @@
 
 #include "fixtures.h"
 #include "toy/archs/model.h"
-#include "toy/io/card.h"
+#include "toy/cards/card.h"
 #include "toy/io/gguf.h"
 
 namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
-#include "toy/archs/llama.h"
+#include "toy/archs/model.h"
 #include "toy/io/gguf.h"
 
 using toy::test::run_toy;

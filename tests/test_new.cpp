@@ -58,7 +58,7 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
   auto inst = run_toy("install --prefix " + prefix.string());
   ASSERT_EQ(inst.code, 0) << inst.out << inst.err;
   for (const char* f : {"bin/toy", "lib/libtoy_tensor.a", "lib/cmake/toy/toyConfig.cmake",
-                        "lib/cmake/toy/toyTargets.cmake", "include/toy/tensor/tensor.h", "include/toy/archs/llama.h"})
+                        "lib/cmake/toy/toyTargets.cmake", "include/toy/tensor/tensor.h", "include/toy/archs/arch.h"})
     EXPECT_TRUE(fs::exists(prefix / f)) << f;
   EXPECT_NE(inst.out.find("self-test"), std::string::npos);
   EXPECT_NE(inst.out.find("all checks passed"), std::string::npos) << inst.out;
@@ -88,6 +88,37 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
   auto [lc, llog] = shell(root / "my-ops", configure_and_build(root / "my-ops", prefix) + " && ./build/my-ops_check");
   ASSERT_EQ(lc, 0) << llog;
   EXPECT_NE(llog.find("all checks passed"), std::string::npos) << llog;
+
+  // The architecture: a program of its own is the whole toy CLI with one more architecture, which
+  // every command then reads and writes (toy itself does not know it).
+  auto na = toy_new_in(root, "my-arch --template arch");
+  ASSERT_EQ(na.code, 0) << na.err;
+  {
+    std::vector<int32_t> ids(400);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(3 + (i * 7) % 200);
+    std::ofstream(root / "my-arch" / "ids.i32", std::ios::binary)
+        .write(reinterpret_cast<const char*>(ids.data()), std::streamsize(ids.size() * 4));
+  }
+  auto [ac, alog] =
+      shell(root / "my-arch", configure_and_build(root / "my-arch", prefix) +
+                                  " && ./build/my-arch init --card example.card.md -o ex.gguf"
+                                  " && ./build/my-arch describe ex.gguf --card > card.md"
+                                  " && ./build/my-arch infer ex.gguf --ids 1,2,3 -n 4 --temp 0"
+                                  " && ./build/my-arch eval ex.gguf --ids 1,2,3,4,5 --dump-logits logits.f32"
+                                  " && ./build/my-arch train from-scratch --init-weights ex.gguf --data-ids ids.i32"
+                                  " --context 8 --batch 2 --steps 3 --runs-dir runs --run-id r");
+  ASSERT_EQ(ac, 0) << alog;
+  EXPECT_NE(alog.find("step 2: loss="), std::string::npos) << alog;
+  EXPECT_EQ(fs::file_size(root / "my-arch" / "logits.f32"), size_t(5 * 512 * 4));
+  const std::string card = read_text(root / "my-arch" / "card.md");
+  EXPECT_NE(card.find("The `my_arch` architecture"), std::string::npos) << card;
+  EXPECT_NE(card.find("gelu"), std::string::npos) << card;
+  auto trained =
+      run_toy("describe " + (root / "my-arch" / "runs" / "r" / "weights" / "final.gguf").string() + " --json");
+  ASSERT_EQ(trained.code, 0) << trained.err;
+  EXPECT_EQ(nlohmann::json::parse(trained.out)["architecture"], "my_arch");
+  EXPECT_EQ(run_toy("infer " + (root / "my-arch" / "ex.gguf").string() + " --ids 1 -n 1").code, 3)
+      << "toy itself does not have the architecture";
 
   fs::remove_all(root);
 }

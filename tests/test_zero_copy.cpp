@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "fixtures.h"
-#include "toy/archs/llama.h"
+#include "toy/archs/model.h"
 #include "toy/engines/decode.h"
 
 using namespace toy;
@@ -26,26 +26,23 @@ long rss_anon_kib() {
 TEST(ZeroCopy, WeightsPointIntoTheMappingAndHeapDoesNotGrowByTheModel) {
   if (rss_anon_kib() < 0) GTEST_SKIP() << "/proc/self/status has no RssAnon";
   // A 6-layer, d_model 512 llama with random F32 weights (~60 MiB), written as GGUF.
-  LlamaHparams hp;
-  hp.c = {.arch = "llama",
-          .n_vocab = 4096,
-          .d_model = 512,
-          .n_layer = 6,
-          .n_head = 8,
-          .n_kv_head = 4,
-          .d_head = 64,
-          .d_ff = 1536,
-          .n_ctx = 256};
-  hp.attn = {
-      .n_head = 8, .n_kv_head = 4, .d_head = 64, .rope = {.mode = RopeMode::Norm, .n_rot = 64, .base = 10000.0f}};
-  hp.attn.options.scale = 0.125f;
   const std::string path = testing::TempDir() + "/zero_copy.gguf";
   uint64_t file_bytes = 0;
   {
-    LlamaModel m(hp, LlamaModel::random_weights(hp, /*tied=*/false, 1));
+    std::unique_ptr<Model> m = random_model({.arch = "llama",
+                                             .n_vocab = 4096,
+                                             .d_model = 512,
+                                             .n_layer = 6,
+                                             .n_head = 8,
+                                             .n_kv_head = 4,
+                                             .d_ff = 1536,
+                                             .n_ctx = 256,
+                                             .tied_output = false,
+                                             .keys = {}},
+                                            1);
     gguf::GgufWriter w;
-    m.write_metadata(w);
-    m.for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
+    m->write_metadata(w);
+    m->for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
     w.write(path);
     file_bytes = std::filesystem::file_size(path);
   }

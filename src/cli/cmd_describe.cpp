@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
-#include "toy/io/card.h"
+#include "toy/cards/card.h"
 #include "toy/io/gguf.h"
 
 namespace toy::cli {

@@ -1,64 +1,68 @@
 // cli/cmd_init.cpp — `toy init --preset NAME`: a random-weight GGUF with a real model's shapes.
 //
-// Benchmarks and memory tests need real sizes without downloads. The file carries a
-// placeholder SentencePiece vocabulary of the right size (<unk>, <s>, </s>, 256 byte tokens,
-// then filler pieces), so llama.cpp loads it too.
+// Benchmarks and memory tests need real sizes without downloads. The model comes from its
+// architecture's description (archs/), the file carries a placeholder vocabulary of the right
+// size (tokenizer/), so llama.cpp loads it too.
 #include <cstdio>
 #include <iostream>
 
 #include "cli/common.h"
-#include "toy/archs/llama.h"
-#include "toy/io/card.h"
+#include "toy/archs/model.h"
+#include "toy/cards/card.h"
 #include "toy/io/file_type.h"
 #include "toy/tensor/quant.h"
+#include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
 namespace {
 
 struct Preset {
   const char* name;
-  const char* arch;
-  ModelConfig c;
-  float rope_base, rms_eps;
-  bool tied;
+  ModelShape shape;
 };
 
 // Shapes from the models' published configurations.
 const std::vector<Preset>& presets() {
+  using gguf::Value;
   static const std::vector<Preset> p = {
-      {"smollm2-135m", "llama", {"llama", 49152, 576, 30, 9, 3, 64, 1536, 8192}, 100000.0f, 1e-5f, true},
-      {"qwen2.5-0.5b", "qwen2", {"qwen2", 151936, 896, 24, 14, 2, 64, 4864, 32768}, 1000000.0f, 1e-6f, true},
-      {"tinyllama-1.1b", "llama", {"llama", 32000, 2048, 22, 32, 4, 64, 5632, 2048}, 10000.0f, 1e-5f, false},
+      {"smollm2-135m",
+       {.arch = "llama",
+        .n_vocab = 49152,
+        .d_model = 576,
+        .n_layer = 30,
+        .n_head = 9,
+        .n_kv_head = 3,
+        .d_ff = 1536,
+        .n_ctx = 8192,
+        .tied_output = true,
+        .keys = {{"rope.freq_base", Value::of_f32(100000.0f)},
+                 {"attention.layer_norm_rms_epsilon", Value::of_f32(1e-5f)}}}},
+      {"qwen2.5-0.5b",
+       {.arch = "qwen2",
+        .n_vocab = 151936,
+        .d_model = 896,
+        .n_layer = 24,
+        .n_head = 14,
+        .n_kv_head = 2,
+        .d_ff = 4864,
+        .n_ctx = 32768,
+        .tied_output = true,
+        .keys = {{"rope.freq_base", Value::of_f32(1000000.0f)},
+                 {"attention.layer_norm_rms_epsilon", Value::of_f32(1e-6f)}}}},
+      {"tinyllama-1.1b",
+       {.arch = "llama",
+        .n_vocab = 32000,
+        .d_model = 2048,
+        .n_layer = 22,
+        .n_head = 32,
+        .n_kv_head = 4,
+        .d_ff = 5632,
+        .n_ctx = 2048,
+        .tied_output = false,
+        .keys = {{"rope.freq_base", Value::of_f32(10000.0f)},
+                 {"attention.layer_norm_rms_epsilon", Value::of_f32(1e-5f)}}}},
   };
   return p;
-}
-
-void add_placeholder_vocab(gguf::GgufWriter& w, int64_t n_vocab) {
-  using gguf::Value;
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<float> scores = {0, 0, 0};
-  std::vector<int32_t> types = {2, 3, 3};
-  char buf[16];
-  for (int b = 0; b < 256; ++b) {
-    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
-    tokens.push_back(buf);
-    scores.push_back(0);
-    types.push_back(6);
-  }
-  for (int64_t i = int64_t(tokens.size()); i < n_vocab; ++i) {
-    tokens.push_back("\xe2\x96\x81t" + std::to_string(i));  // "▁t<i>"
-    scores.push_back(-float(i));
-    types.push_back(1);
-  }
-  w.set("tokenizer.ggml.model", Value::of_string("llama"));
-  w.set("tokenizer.ggml.pre", Value::of_string("default"));
-  w.set("tokenizer.ggml.tokens", Value::of_strings(tokens));
-  w.set("tokenizer.ggml.scores", Value::of_f32s(scores));
-  w.set("tokenizer.ggml.token_type", Value::of_i32s(types));
-  w.set("tokenizer.ggml.bos_token_id", Value::of_u32(1));
-  w.set("tokenizer.ggml.eos_token_id", Value::of_u32(2));
-  w.set("tokenizer.ggml.unknown_token_id", Value::of_u32(0));
-  w.set("tokenizer.ggml.add_bos_token", Value::of_bool(true));
 }
 
 // `--card CARD.md`: the model an algorithm card describes (toy describe MODEL --card).
@@ -93,38 +97,20 @@ int run(const Args& a) {
   const std::string out = a.str("output");
   if (out.empty()) throw UsageError("give -o FILE");
 
-  LlamaHparams hp;
-  hp.c = preset->c;
-  hp.rms_eps = preset->rms_eps;
-  hp.attn = {.n_head = hp.c.n_head,
-             .n_kv_head = hp.c.n_kv_head,
-             .d_head = hp.c.d_head,
-             .rope = {.mode = std::string(preset->arch) == "llama" ? RopeMode::Norm : RopeMode::Neox,
-                      .n_rot = hp.c.d_head,
-                      .base = preset->rope_base}};
-  hp.qkv_bias = std::string(preset->arch) == "qwen2";
-  std::fprintf(stderr, "init: %s (%s), random weights, %s ...\n", preset->name, preset->arch,
+  const ModelShape& shape = preset->shape;
+  std::fprintf(stderr, "init: %s (%s), random weights, %s ...\n", preset->name, shape.arch.c_str(),
                std::string(ft->name).c_str());
-  LlamaWeights w = LlamaModel::random_weights(hp, preset->tied, uint64_t(a.integer("seed")));
-  if (hp.qkv_bias)
-    for (size_t l = 0; l < w.layers.size(); ++l) {
-      const std::string p = "blk." + std::to_string(l) + ".";
-      const int64_t Q = hp.c.n_head * hp.c.d_head, KV = hp.c.n_kv_head * hp.c.d_head;
-      w.layers[l].attn.attn_q_bias = Tensor::zeros({Q}).set_name(p + "attn_q.bias");
-      w.layers[l].attn.attn_k_bias = Tensor::zeros({KV}).set_name(p + "attn_k.bias");
-      w.layers[l].attn.attn_v_bias = Tensor::zeros({KV}).set_name(p + "attn_v.bias");
-    }
-  LlamaModel model(hp, std::move(w));
+  std::unique_ptr<Model> model = random_model(shape, uint64_t(a.integer("seed")));
 
   gguf::GgufWriter writer;
+  model->write_metadata(writer);
   writer.set("general.name", gguf::Value::of_string(std::string(preset->name) + " (random weights, toy init)"));
-  model.write_metadata(writer);
   writer.set("general.file_type", gguf::Value::of_u32(ft->general_file_type));
-  add_placeholder_vocab(writer, hp.c.n_vocab);
+  write_placeholder_vocab(writer, shape.n_vocab);
   std::vector<Tensor> converted;  // keeps quantized copies alive until the write
-  model.for_each_param([&](Tensor& t) {
+  model->for_each_param([&](Tensor& t) {
     // As llama-quantize would write this file type (vectors stay F32).
-    const DType target = gguf::tensor_dtype(*ft, t.name(), t.shape(), int(hp.c.n_layer), preset->tied);
+    const DType target = gguf::tensor_dtype(*ft, t.name(), t.shape(), int(shape.n_layer), shape.tied_output);
     Tensor q = Tensor::empty(t.shape(), target);
     quantize(target, t.data(), q.raw_mut(), t.numel());
     converted.push_back(q);

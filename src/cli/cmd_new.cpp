@@ -1,4 +1,5 @@
-// cli/cmd_new.cpp — `toy new NAME [--lib]`: a project that builds against an installed toy.
+// cli/cmd_new.cpp — `toy new NAME [--template experiment|lib|arch]`: a project that builds against an
+// installed toy.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -38,8 +39,13 @@ int run(const Args& a) {
                                                                  {"@VERSION@", TOY_VERSION},
                                                                  {"@PREFIX@", prefix}};
 
-  const bool lib = a.flag("lib");
-  for (const TemplateFile& f : lib ? library_template() : experiment_template()) {
+  const std::string kind = a.flag("lib") ? "lib" : a.str("template");
+  const std::vector<TemplateFile>* files = kind == "experiment" ? &experiment_template()
+                                           : kind == "lib"      ? &library_template()
+                                           : kind == "arch"     ? &arch_template()
+                                                                : nullptr;
+  if (!files) throw UsageError("--template " + kind + ": experiment, lib or arch");
+  for (const TemplateFile& f : *files) {
     const fs::path p = dir / substitute(f.path, vars);
     fs::create_directories(p.parent_path());
     std::ofstream out(p, std::ios::binary);
@@ -47,27 +53,36 @@ int run(const Args& a) {
     if (!out) throw std::runtime_error(p.string() + ": cannot write");
   }
 
-  std::cout << "created " << (lib ? "library" : "experiment") << " " << dir.string() << "/\n\n"
+  std::cout << "created "
+            << (kind == "lib"    ? "library"
+                : kind == "arch" ? "architecture"
+                                 : "experiment")
+            << " " << dir.string() << "/\n\n"
             << "  toy install --prefix " << prefix << "        # once: the library and its CMake package\n"
             << "  cd " << dir.string() << "\n"
             << "  cmake -S . -B build -DCMAKE_PREFIX_PATH=" << prefix << "\n"
             << "  cmake --build build\n"
-            << (lib ? "  ctest --test-dir build --output-on-failure\n" : "  ./build/" + name + " config.json\n");
+            << (kind == "lib"    ? "  ctest --test-dir build --output-on-failure\n"
+                : kind == "arch" ? "  ./build/" + name + " init --card example.card.md -o example.gguf\n"
+                                 : "  ./build/" + name + " config.json\n");
   return kOk;
 }
 
 Registrar reg({
     .name = "new",
-    .summary = "create a project that uses toy: an experiment (train a model) or, with --lib, a library",
+    .summary = "create a project that uses toy: an experiment (train a model), a library, or an architecture",
     .positionals = {{"NAME", "project directory to create; its last component names the project"}},
     .flags =
-        {{"lib", FlagType::Bool, "",
-          "create a library depending on toy (a primitive with its gradient, and a test) instead of an experiment"}},
+        {{"template", FlagType::String, "experiment",
+          "experiment (train a model), lib (a primitive with its gradient, and a test) or arch (a new architecture "
+          "and your own `toy` with it)"},
+         {"lib", FlagType::Bool, "", "the same as --template lib"}},
     .run = run,
     .details =
         "The experiment has CMakeLists.txt, main.cpp (builds a Llama-style model and trains it on data/corpus.txt),\n"
         "config.json and a README; both kinds find toy with find_package(toy) after `toy install`.\n"
-        "examples:\n  toy new my-experiment\n  toy new my-ops --lib",
+        "The architecture project has arch.cpp (a new architecture described once) and main.cpp (toy's command line).\n"
+        "examples:\n  toy new my-experiment\n  toy new my-ops --lib\n  toy new my-arch --template arch",
 });
 
 }  // namespace

@@ -1,12 +1,14 @@
 // cli/main.cpp — `toy`: dispatch to a command, map failures to documented exit codes.
+// toy::cli::main is the library entry point (toy/cli.h); toy_main.cpp is the `toy` program.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/cli.h"
+#include "toy/cli.h"
 #include "toy/io/gguf.h"
 
-using namespace toy::cli;
+namespace toy::cli {
 
 namespace {
 void print_overview() {
@@ -70,3 +72,5 @@ int main(int argc, char** argv) {
     return kFailure;
   }
 }
+
+}  // namespace toy::cli

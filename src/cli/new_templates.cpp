@@ -47,7 +47,7 @@ const char* kExperimentMain =
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "toy/archs/llama.h"
+#include "toy/archs/model.h"
 #include "toy/engines/train.h"
 #include "toy/engines/train_data.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -56,19 +56,11 @@ using namespace toy;
 using json = nlohmann::json;
 
 // A Llama decoder of the configured size with random weights (N(0, 0.02) matrices, unit norms).
-std::unique_ptr<LlamaModel> build_model(const json& cfg, int64_t n_vocab) {
-  const int64_t d_model = cfg.at("d_model"), n_head = cfg.at("n_head"), d_head = d_model / n_head;
-  LlamaHparams hp;
-  hp.c = {.arch = "llama", .n_vocab = n_vocab, .d_model = d_model, .n_layer = cfg.at("n_layer"), .n_head = n_head,
-          .n_kv_head = n_head, .d_head = d_head, .d_ff = cfg.at("d_ff"), .n_ctx = cfg.at("context")};
-  hp.rms_eps = 1e-5f;
-  hp.attn.n_head = n_head;
-  hp.attn.n_kv_head = n_head;
-  hp.attn.d_head = d_head;
-  hp.attn.norm_eps = hp.rms_eps;
-  hp.attn.rope = {.mode = RopeMode::Norm, .n_rot = d_head, .base = 10000.0f, .freq_factors = {}};
-  hp.attn.options.scale = 1.0f / std::sqrt(float(d_head));
-  return std::make_unique<LlamaModel>(hp, LlamaModel::random_weights(hp, /*tied=*/true, cfg.at("seed")));
+std::unique_ptr<Model> build_model(const json& cfg, int64_t n_vocab) {
+  return random_model({.arch = "llama", .n_vocab = n_vocab, .d_model = cfg.at("d_model"), .n_layer = cfg.at("n_layer"),
+                       .n_head = cfg.at("n_head"), .n_kv_head = cfg.at("n_head"), .d_ff = cfg.at("d_ff"),
+                       .n_ctx = cfg.at("context"), .tied_output = true, .keys = {}},
+                      cfg.at("seed"));
 }
 
 int main(int argc, char** argv) try {
@@ -314,6 +306,162 @@ toy::Tensor y = @IDENT@::squared_relu(x);   // gradients flow through it
 
 const char* kLibraryGitignore = "build/\n";
 
+// ---------------------------------------------------------------------------------------------
+// Architecture
+
+const char* kArchCmake = R"TOY(cmake_minimum_required(VERSION 3.24)
+project(@NAME@ LANGUAGES CXX)
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Release)
+endif()
+
+# toy, installed with `toy install --prefix P`; configure with -DCMAKE_PREFIX_PATH=P.
+find_package(toy @VERSION@ REQUIRED)
+
+# Your own `toy`: every toy command, with the architecture in arch.cpp registered.
+add_executable(@NAME@ main.cpp arch.cpp)
+target_link_libraries(@NAME@ PRIVATE toy::cli)
+)TOY";
+
+const char* kArchMain = R"TOY(// @NAME@ — the `toy` command line with one more architecture (arch.cpp).
+//
+//   ./build/@NAME@ init --card example.card.md -o example.gguf     # a model of it, random weights
+//   ./build/@NAME@ describe example.gguf --card                     # its algorithm card
+//   ./build/@NAME@ infer example.gguf --ids 1,2,3 -n 8              # and every other toy command
+#include "toy/cli.h"
+
+int main(int argc, char** argv) { return toy::cli::main(argc, argv); }
+)TOY";
+
+const char* kArchSource =
+    R"TOY(// arch.cpp — the "@IDENT@" architecture: a decoder whose feed-forward network is an ungated GELU
+// MLP (as GPT-2's) after RMSNorm, with RoPE attention (as Qwen's). GGUF arch "@IDENT@".
+//
+//   x = token_embd[tokens]                                                   [B, T, D]
+//   for each layer:  h = x + attention(rms_norm(x))        RoPE NEOX, GQA
+//                    x = h + ffn_down(gelu(ffn_up · rms_norm(h) + b)) + b
+//   logits = token_embd · rms_norm(x)                                        [B, T, V]
+//
+// Everything toy knows about it is below: the GGUF keys, the tensors, the card's facts, the
+// forward pass. The last line registers it; every toy command then reads and writes it.
+#include "toy/archs/arch.h"
+#include "toy/blocks/gpt2.h"  // GeluMlpWeights, gelu_mlp
+
+namespace {
+
+using namespace toy;
+
+struct Example {
+  static constexpr const char* name = "@IDENT@";
+  static constexpr Variant variant = {.hf_class = "(none)",
+           .positions = Positions::RopeNeox, .ffn = FfnKind::GeluMlp
+};
+
+struct Hparams : ModelConfig {
+  float eps = 1e-5f;           // attention.layer_norm_rms_epsilon
+  float rope_base = 10000.0f;  // rope.freq_base
+  int64_t n_rot = 0;           // rope.dimension_count
+};
+template <class V>
+static void keys(V& v, Hparams& h) {
+  decoder_keys(v, h);
+  v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-5f});
+  rope_keys(v, h);
+}
+
+struct Layer {
+  Tensor attn_norm, ffn_norm;  // [D]
+  AttentionWeights attn;
+  GeluMlpWeights ffn;
+};
+struct Weights {
+  Tensor token_embd;  // [V, D], also the output projection
+  std::vector<Layer> blk;
+  Tensor output_norm;  // [D]
+};
+template <class V>
+static void tensors(V& v, Weights& w, const Hparams& h) {
+  const Dims d(h);
+  v.tensor("token_embd.weight", w.token_embd, {d.V, d.D}, Init::Normal);
+  v.layers(w.blk, h.n_layer, [&](Layer& L) {
+    v.tensor("attn_norm.weight", L.attn_norm, {d.D}, Init::Ones);
+    v.tensor("attn_q.weight", L.attn.attn_q, {d.Q, d.D}, Init::Normal);
+    v.tensor("attn_k.weight", L.attn.attn_k, {d.KV, d.D}, Init::Normal);
+    v.tensor("attn_v.weight", L.attn.attn_v, {d.KV, d.D}, Init::Normal);
+    v.tensor("attn_output.weight", L.attn.attn_output, {d.D, d.Q}, Init::Normal);
+    v.tensor("ffn_norm.weight", L.ffn_norm, {d.D}, Init::Ones);
+    v.tensor("ffn_up.weight", L.ffn.ffn_up, {d.F, d.D}, Init::Normal);
+    v.tensor("ffn_up.bias", L.ffn.ffn_up_bias, {d.F}, Init::Zeros);
+    v.tensor("ffn_down.weight", L.ffn.ffn_down, {d.D, d.F}, Init::Normal);
+    v.tensor("ffn_down.bias", L.ffn.ffn_down_bias, {d.D}, Init::Zeros);
+  });
+  v.tensor("output_norm.weight", w.output_norm, {d.D}, Init::Ones);
+}
+
+static Tensor forward(const Weights& w, const Hparams& h, const Tensor& tokens, const Ctx& ctx) {
+  const AttentionConfig a = rope_attention(h, variant);
+  const RopeTable angles = rope_angles(ctx.positions(tokens), a.rope);  // once per forward
+  Tensor x = embedding(w.token_embd, tokens);                           // [B, T, D]
+  for (int64_t l = 0; l < h.n_layer; ++l) {
+    const Layer& L = w.blk[size_t(l)];
+    x = x + self_attention(L.attn, a, rms_norm(x, L.attn_norm, h.eps), angles, ctx, l);  // [B, T, D]
+    x = x + gelu_mlp(L.ffn, rms_norm(x, L.ffn_norm, h.eps));                             // [B, T, D]
+  }
+  x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);  // [B, T, D]
+  return linear(x, w.token_embd);                               // [B, T, V]
+}
+};
+
+const Registration reg(architecture<Example>());  // the one line that adds it to every toy command
+
+}  // namespace
+)TOY";
+
+const char* kArchCard = R"TOY(# A small @IDENT@ model
+
+`./build/@NAME@ init --card example.card.md -o example.gguf` builds it with random weights.
+
+```toy-card
+general.architecture: string = "@IDENT@"
+general.name: string = "@NAME@ example"
+@IDENT@.context_length: u32 = 64
+@IDENT@.embedding_length: u32 = 64
+@IDENT@.block_count: u32 = 2
+@IDENT@.feed_forward_length: u32 = 128
+@IDENT@.attention.head_count: u32 = 4
+@IDENT@.attention.head_count_kv: u32 = 2
+@IDENT@.attention.layer_norm_rms_epsilon: f32 = 1e-05
+card.n_vocab: u32 = 512
+card.tied_output: bool = true
+```
+)TOY";
+
+const char* kArchReadme = R"TOY(# @NAME@
+
+A new architecture, "@IDENT@", written the way toy's own are (`arch.cpp`: its GGUF keys, its
+tensors, its card's facts and its forward pass), and a program, `build/@NAME@`, that is the whole
+`toy` command line with that architecture registered.
+
+## Build and run
+
+@BUILD_STEPS@
+./build/@NAME@ init --card example.card.md -o example.gguf
+./build/@NAME@ describe example.gguf --card
+./build/@NAME@ infer example.gguf --ids 1,2,3 -n 8 --temp 0
+```
+
+Train it: `./build/@NAME@ train from-scratch --init-weights example.gguf --corpus some.txt`;
+serve it: `./build/@NAME@ serve example.gguf`. The files it writes are ordinary GGUF files.
+
+## Change it
+
+* `arch.cpp`: the hyper-parameters (`keys`), the tensors (`tensors`), the forward pass.
+* `example.card.md`: the size of the example model.
+)TOY";
+
 }  // namespace
 
 const std::vector<TemplateFile>& experiment_template() {
@@ -329,6 +477,14 @@ const std::vector<TemplateFile>& library_template() {
       {"CMakeLists.txt", kLibraryCmake},  {"include/@NAME@/@NAME@.h", kLibraryHeader},
       {"src/@NAME@.cpp", kLibrarySource}, {"tests/check.cpp", kLibraryCheck},
       {"README.md", kLibraryReadme},      {".gitignore", kLibraryGitignore},
+  };
+  return t;
+}
+
+const std::vector<TemplateFile>& arch_template() {
+  static const std::vector<TemplateFile> t = {
+      {"CMakeLists.txt", kArchCmake}, {"main.cpp", kArchMain},    {"arch.cpp", kArchSource},
+      {"example.card.md", kArchCard}, {"README.md", kArchReadme}, {".gitignore", kExperimentGitignore},
   };
   return t;
 }

@@ -19,6 +19,10 @@ const std::vector<TemplateFile>& experiment_template();
 // with its gradient), tests/check.cpp, README.md, .gitignore.
 const std::vector<TemplateFile>& library_template();
 
+// An architecture outside toy's tree and the `toy` command line with it registered:
+// CMakeLists.txt, main.cpp, arch.cpp, example.card.md, README.md, .gitignore.
+const std::vector<TemplateFile>& arch_template();
+
 // The README lines (inside an open sh code block) that install toy and build a project: the
 // value of @BUILD_STEPS@, itself with @PREFIX@ in it.
 const char* readme_build_steps();

@@ -6,103 +6,102 @@
 //   logits = softcap(token_embd · rms_norm(x))                                [B, T, V]
 //
 // Attention: NEOX rope; scores q·k/√d_head soft-capped (cap·tanh(s/cap)) before the mask;
-// layers 0, 2, 4, … see only the last `sliding_window` positions, layers 1, 3, … everything.
+// local layers (0, 2, 4, … for pattern 2) see only the last `sliding_window` positions.
 // Norm weights: HF Gemma computes x̂·(1 + w) and the converter stores w + 1, so the GGUF
 // value is used as it is. Output always tied: llama.cpp never reads an output.weight here.
 #include "toy/archs/gemma2.h"
 
-#include <cmath>
-
-#include "toy/archs/llama.h"  // llama_family_hparams: the keys Gemma 2 shares with Llama
+#include "toy/archs/arch.h"
+#include "toy/blocks/sandwich_norm.h"
 
 namespace toy {
+namespace {
 
-Gemma2Model::Gemma2Model(Gemma2Hparams hp, Gemma2Weights w) : hp_(std::move(hp)), w_(std::move(w)) { config_ = hp_.c; }
+struct Gemma2 {
+  static constexpr const char* name = "gemma2";
+  static constexpr Variant variant = {.hf_class = "Gemma2ForCausalLM",
+                                      .positions = Positions::RopeNeox,
+                                      .ffn = FfnKind::GeGlu,
+                                      .sandwich_norms = true,
+                                      .embed_scale = true,
+                                      .softcap = true,
+                                      .sliding_window = true,
+                                      .norm_note =
+                                          "Gemma's norms compute x̂ · (1 + w); the GGUF file stores 1 + w, "
+                                          "so w here is the stored tensor as is."};
 
-Tensor Gemma2Model::forward(const Tensor& tokens, const Ctx& ctx) const {
-  Tensor x = scale(embedding(w_.token_embd, tokens), std::sqrt(float(hp_.c.d_model)));  // [B, T, D]
-  for (int64_t l = 0; l < hp_.c.n_layer; ++l) {
-    const AttentionConfig& a = hp_.is_local(l) ? hp_.local : hp_.global;
-    x = sandwich_norm_block(w_.layers[size_t(l)], a, hp_.rms_eps, x, ctx, l);  // [B, T, D]
+  struct Hparams : ModelConfig {
+    float eps = 1e-6f;            // attention.layer_norm_rms_epsilon
+    float rope_base = 10000.0f;   // rope.freq_base
+    int64_t n_rot = 0;            // rope.dimension_count
+    float attn_softcap = 50.0f;   // attn_logit_softcapping (0: none)
+    float final_softcap = 30.0f;  // final_logit_softcapping (0: none)
+    int64_t window = 4096;        // attention.sliding_window
+    int64_t swa_pattern = 2;      // layer l is local when l % swa_pattern < swa_pattern − 1
+    bool is_local(int64_t layer) const { return layer % swa_pattern < swa_pattern - 1; }
+  };
+  template <class V>
+  static void keys(V& v, Hparams& h) {
+    decoder_keys(v, h);
+    v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-6f});
+    rope_keys(v, h);
+    v.key("attn_logit_softcapping", h.attn_softcap, 50.0f, Bound::NonNegative);
+    v.key("final_logit_softcapping", h.final_softcap, 30.0f, Bound::NonNegative);
+    v.key("attention.sliding_window", h.window, int64_t(4096));
+    v.key("attention.sliding_window_pattern", h.swa_pattern, int64_t(2));
   }
-  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);          // [B, T, D]
-  Tensor logits = linear(x, w_.token_embd);                                    // [B, T, V]
-  return hp_.final_softcap > 0 ? softcap(logits, hp_.final_softcap) : logits;  // [B, T, V]
-}
 
-Gemma2Hparams gemma2_hparams(const WeightLoader& f) {
-  const LlamaHparams base = llama_family_hparams(f, RopeMode::Neox);  // rope base 10000 when absent
-  Gemma2Hparams hp;
-  hp.c = base.c;
-  hp.rms_eps = base.rms_eps;
-  hp.global = base.attn;
-  const ModelConfig& c = hp.c;
-  // llama.cpp scales by 1/√(d_model/n_head) (integer division) for Gemma-2 27B, which it
-  // recognises by its 46 layers; every other size uses 1/√d_head.
-  hp.global.options.scale = 1.0f / std::sqrt(float(c.n_layer == 46 ? c.d_model / c.n_head : c.d_head));
-  hp.global.options.softcap = f.hp_float("attn_logit_softcapping", 50.0f);
-  hp.local = hp.global;
-  hp.local.options.window = f.hp_int("attention.sliding_window", 4096);
-  hp.swa_pattern = f.hp_int("attention.sliding_window_pattern", 2);
-  hp.final_softcap = f.hp_float("final_logit_softcapping", 30.0f);
-  auto bad = [&](const std::string& what) { throw gguf::GgufError(f.file().path() + ": gemma2: " + what); };
-  if (hp.local.options.window <= 0) bad("attention.sliding_window must be positive");
-  if (hp.swa_pattern <= 0) bad("attention.sliding_window_pattern must be positive");
-  if (hp.global.options.softcap < 0 || hp.final_softcap < 0) bad("soft-capping values must not be negative");
-  return hp;
-}
-
-Gemma2Weights Gemma2Model::load_weights(const WeightLoader& f, const Gemma2Hparams& hp) {
-  const ModelConfig& c = hp.c;
-  const int64_t D = c.d_model, Q = c.n_head * c.d_head, KV = c.n_kv_head * c.d_head, F = c.d_ff;
-  Gemma2Weights w;
-  w.token_embd = f.need("token_embd.weight", {c.n_vocab, D});
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    SandwichNormLayer L;
-    L.attn_norm = f.need(p + "attn_norm.weight", {D});
-    L.attn.attn_q = f.need(p + "attn_q.weight", {Q, D});
-    L.attn.attn_k = f.need(p + "attn_k.weight", {KV, D});
-    L.attn.attn_v = f.need(p + "attn_v.weight", {KV, D});
-    L.attn.attn_output = f.need(p + "attn_output.weight", {D, Q});
-    L.post_attention_norm = f.need(p + "post_attention_norm.weight", {D});
-    L.ffn_norm = f.need(p + "ffn_norm.weight", {D});
-    L.ffn.ffn_gate = f.need(p + "ffn_gate.weight", {F, D});
-    L.ffn.ffn_up = f.need(p + "ffn_up.weight", {F, D});
-    L.ffn.ffn_down = f.need(p + "ffn_down.weight", {D, F});
-    L.post_ffw_norm = f.need(p + "post_ffw_norm.weight", {D});
-    w.layers.push_back(std::move(L));
+  struct Weights {
+    Tensor token_embd;  // [V, D], also the output projection
+    std::vector<SandwichNormLayer> blk;
+    Tensor output_norm;  // [D]
+  };
+  template <class V>
+  static void tensors(V& v, Weights& w, const Hparams& h) {
+    const Dims d(h);
+    v.tensor("token_embd.weight", w.token_embd, {d.V, d.D}, Init::Normal);
+    v.layers(w.blk, h.n_layer, [&](SandwichNormLayer& L) {
+      v.tensor("attn_norm.weight", L.attn_norm, {d.D}, Init::Ones);
+      v.tensor("attn_q.weight", L.attn.attn_q, {d.Q, d.D}, Init::Normal);
+      v.tensor("attn_k.weight", L.attn.attn_k, {d.KV, d.D}, Init::Normal);
+      v.tensor("attn_v.weight", L.attn.attn_v, {d.KV, d.D}, Init::Normal);
+      v.tensor("attn_output.weight", L.attn.attn_output, {d.D, d.Q}, Init::Normal);
+      v.tensor("post_attention_norm.weight", L.post_attention_norm, {d.D}, Init::Ones);
+      v.tensor("ffn_norm.weight", L.ffn_norm, {d.D}, Init::Ones);
+      v.tensor("post_ffw_norm.weight", L.post_ffw_norm, {d.D}, Init::Ones);
+      v.tensor("ffn_gate.weight", L.ffn.ffn_gate, {d.F, d.D}, Init::Normal);
+      v.tensor("ffn_up.weight", L.ffn.ffn_up, {d.F, d.D}, Init::Normal);
+      v.tensor("ffn_down.weight", L.ffn.ffn_down, {d.D, d.F}, Init::Normal);
+    });
+    v.tensor("output_norm.weight", w.output_norm, {d.D}, Init::Ones);
   }
-  w.output_norm = f.need("output_norm.weight", {D});
-  return w;
+
+  static AttentionConfig attention(const Hparams& h, bool local) {
+    AttentionConfig a = rope_attention(h, variant);
+    a.options = {.scale = gemma2_attention_scale(h), .softcap = h.attn_softcap, .window = local ? h.window : 0};
+    return a;
+  }
+
+  static Tensor forward(const Weights& w, const Hparams& h, const Tensor& tokens, const Ctx& ctx) {
+    const AttentionConfig local = attention(h, true), global = attention(h, false);
+    const RopeTable angles = rope_angles(ctx.positions(tokens), global.rope);        // once per forward
+    Tensor x = scale(embedding(w.token_embd, tokens), std::sqrt(float(h.d_model)));  // [B, T, D]
+    for (int64_t l = 0; l < h.n_layer; ++l)
+      x = sandwich_norm_block(w.blk[size_t(l)], h.is_local(l) ? local : global, h.eps, x, angles, ctx, l);
+    x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);             // [B, T, D]
+    Tensor logits = linear(x, w.token_embd);                                 // [B, T, V]
+    return h.final_softcap > 0 ? softcap(logits, h.final_softcap) : logits;  // [B, T, V]
+  }
+};
+
+}  // namespace
+
+float gemma2_attention_scale(const ModelConfig& c) {
+  return 1.0f / std::sqrt(float(c.n_layer == 46 ? c.d_model / c.n_head : c.d_head));
 }
 
-void Gemma2Model::for_each_param(const std::function<void(Tensor&)>& fn) {
-  fn(w_.token_embd);
-  for (SandwichNormLayer& L : w_.layers)
-    for (Tensor* t :
-         {&L.attn_norm, &L.attn.attn_q, &L.attn.attn_k, &L.attn.attn_v, &L.attn.attn_output, &L.post_attention_norm,
-          &L.ffn_norm, &L.ffn.ffn_gate, &L.ffn.ffn_up, &L.ffn.ffn_down, &L.post_ffw_norm})
-      fn(*t);
-  fn(w_.output_norm);
-}
-
-void Gemma2Model::write_metadata(gguf::GgufWriter& out) const {
-  using gguf::Value;
-  const std::string& a = hp_.c.arch;
-  write_config(out, hp_.c, {.head_size = true});
-  out.set(a + ".attention.layer_norm_rms_epsilon", Value::of_f32(hp_.rms_eps));
-  out.set(a + ".rope.freq_base", Value::of_f32(hp_.global.rope.base));
-  out.set(a + ".rope.dimension_count", Value::of_u32(uint32_t(hp_.global.rope.n_rot)));
-  out.set(a + ".attn_logit_softcapping", Value::of_f32(hp_.global.options.softcap));
-  out.set(a + ".final_logit_softcapping", Value::of_f32(hp_.final_softcap));
-  out.set(a + ".attention.sliding_window", Value::of_u32(uint32_t(hp_.local.options.window)));
-  if (hp_.swa_pattern != 2) out.set(a + ".attention.sliding_window_pattern", Value::of_u32(uint32_t(hp_.swa_pattern)));
-}
-
-std::unique_ptr<Model> load_gemma2(const WeightLoader& f) {
-  Gemma2Hparams hp = gemma2_hparams(f);
-  return std::make_unique<Gemma2Model>(hp, Gemma2Model::load_weights(f, hp));
-}
+namespace archs {
+Architecture gemma2() { return architecture<Gemma2>(); }
+}  // namespace archs
 
 }  // namespace toy

@@ -1,102 +1,236 @@
-// archs/model.cpp — weight loading helpers and the architecture registry lookup.
-#include "toy/archs/model.h"
+// archs/model.cpp — the visitors that read an architecture's tables, and the registry.
+#include <algorithm>
+#include <cstdint>
+
+#include "toy/archs/arch.h"
+#include "toy/tensor/quant.h"
 
 namespace toy {
 
 using gguf::GgufError;
+using gguf::Value;
 
-Tensor WeightLoader::maybe(const std::string& name, const Shape& shape) const {
-  const gguf::TensorInfo* t = f_->find_tensor(name);
-  if (!t) return {};
-  if (t->shape != shape)
-    throw GgufError(f_->path() + ": tensor '" + name + "' has shape " + to_string(t->shape) + ", expected " +
-                    to_string(shape));
-  if (!dtype_supported(t->dtype))
-    throw GgufError(f_->path() + ": tensor '" + name + "' has dtype " + std::string(toy::name(t->dtype)) +
-                    ", which toy cannot compute with");
-  Tensor w = f_->tensor(*t);
-  // Vectors (norms, biases) are used as F32; they are tiny, so a converted copy costs nothing.
-  if (shape.size() == 1 && t->dtype != DType::F32) w = w.clone().set_name(name);
-  return w;
-}
+namespace {
+constexpr int64_t kMaxInt = int64_t(1) << 24;
 
-Tensor WeightLoader::need(const std::string& name, const Shape& shape) const {
-  Tensor w = maybe(name, shape);
-  if (!w.defined())
-    throw GgufError(f_->path() + ": missing tensor '" + name + "' (expected shape " + to_string(shape) + ")");
-  return w;
+// Whether a tensor's stored numbers are finite: every value of a float tensor, every scale of a
+// block-quantized one (the quantized digits themselves cannot be NaN). A model with a NaN or an
+// infinity in a weight computes garbage, so it is refused at load, as a bad file.
+bool half_finite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
+template <class Block, class... Scale>
+bool scales_finite(const void* p, uint64_t nbytes, Scale Block::*... scale) {
+  const Block* b = static_cast<const Block*>(p);
+  for (uint64_t i = 0; i < nbytes / sizeof(Block); ++i)
+    if (!(half_finite(b[i].*scale) && ...)) return false;
+  return true;
 }
-
-int64_t WeightLoader::hp_int(const std::string& key) const { return f_->get_int(f_->architecture() + "." + key); }
-int64_t WeightLoader::hp_int(const std::string& key, int64_t def) const {
-  return f_->opt_int(f_->architecture() + "." + key).value_or(def);
-}
-float WeightLoader::hp_float(const std::string& key) const {
-  return float(f_->get_float(f_->architecture() + "." + key));
-}
-float WeightLoader::hp_float(const std::string& key, float def) const {
-  return float(f_->opt_float(f_->architecture() + "." + key).value_or(def));
-}
-
-void check_config(const gguf::GgufFile& f, const ModelConfig& c) {
-  auto bad = [&](const std::string& what) { throw GgufError(f.path() + ": " + c.arch + ": " + what); };
-  constexpr int64_t kMax = int64_t(1) << 24;
-  if (c.n_layer <= 0 || c.n_layer > 4096) bad("block_count " + std::to_string(c.n_layer) + " out of range");
-  if (c.d_model <= 0 || c.d_model > kMax) bad("embedding_length " + std::to_string(c.d_model) + " out of range");
-  if (c.n_head <= 0 || c.n_head > 4096) bad("attention.head_count " + std::to_string(c.n_head) + " out of range");
-  if (c.n_kv_head <= 0 || c.n_head % c.n_kv_head)
-    bad("attention.head_count_kv " + std::to_string(c.n_kv_head) + " must divide head_count " +
-        std::to_string(c.n_head));
-  if (c.d_head <= 0 || c.d_head > 4096) bad("head size " + std::to_string(c.d_head) + " out of range");
-  if (c.d_ff <= 0 || c.d_ff > kMax) bad("feed_forward_length " + std::to_string(c.d_ff) + " out of range");
-  if (c.n_ctx <= 0 || c.n_ctx > kMax) bad("context_length " + std::to_string(c.n_ctx) + " out of range");
-  if (c.n_vocab <= 0 || c.n_vocab > kMax) bad("vocabulary size " + std::to_string(c.n_vocab) + " out of range");
-}
-
-ModelConfig read_config(const WeightLoader& f) {
-  ModelConfig c;
-  c.arch = f.file().architecture();
-  c.d_model = f.hp_int("embedding_length");
-  c.n_layer = f.hp_int("block_count");
-  c.d_ff = f.hp_int("feed_forward_length");
-  c.n_head = f.hp_int("attention.head_count");
-  c.n_kv_head = f.hp_int("attention.head_count_kv", c.n_head);
-  c.n_ctx = f.hp_int("context_length");
-  c.d_head = f.hp_int("attention.key_length", c.n_head > 0 ? c.d_model / c.n_head : 0);
-  const gguf::TensorInfo* embd = f.file().find_tensor("token_embd.weight");
-  if (!embd || embd->shape.size() != 2) throw GgufError(f.file().path() + ": missing tensor 'token_embd.weight'");
-  c.n_vocab = embd->shape[0];
-  check_config(f.file(), c);
-  if (f.hp_int("attention.value_length", c.d_head) != c.d_head)
-    throw GgufError(f.file().path() + ": attention.value_length differs from key_length (not supported)");
-  return c;
-}
-
-void write_config(gguf::GgufWriter& out, const ModelConfig& c, ConfigKeys keys) {
-  using gguf::Value;
-  const std::string& a = c.arch;
-  out.set("general.architecture", Value::of_string(a));
-  out.set(a + ".context_length", Value::of_u32(uint32_t(c.n_ctx)));
-  out.set(a + ".embedding_length", Value::of_u32(uint32_t(c.d_model)));
-  out.set(a + ".block_count", Value::of_u32(uint32_t(c.n_layer)));
-  out.set(a + ".feed_forward_length", Value::of_u32(uint32_t(c.d_ff)));
-  out.set(a + ".attention.head_count", Value::of_u32(uint32_t(c.n_head)));
-  if (keys.kv_heads || c.n_kv_head != c.n_head)
-    out.set(a + ".attention.head_count_kv", Value::of_u32(uint32_t(c.n_kv_head)));
-  if (keys.head_size || c.d_head * c.n_head != c.d_model) {
-    out.set(a + ".attention.key_length", Value::of_u32(uint32_t(c.d_head)));
-    out.set(a + ".attention.value_length", Value::of_u32(uint32_t(c.d_head)));
+bool finite(DType t, const void* p, uint64_t nbytes) {
+  switch (t) {
+    case DType::F32: {
+      const uint32_t* u = static_cast<const uint32_t*>(p);
+      uint32_t bad = 0;
+      for (uint64_t i = 0; i < nbytes / 4; ++i) bad |= uint32_t((u[i] & 0x7f800000u) == 0x7f800000u);
+      return !bad;
+    }
+    case DType::F16:
+    case DType::BF16: {  // exponent bits all ones: 5 of them in a half, 8 in a bfloat16
+      const uint16_t exp = t == DType::F16 ? 0x7c00 : 0x7f80;
+      const uint16_t* u = static_cast<const uint16_t*>(p);
+      for (uint64_t i = 0; i < nbytes / 2; ++i)
+        if ((u[i] & exp) == exp) return false;
+      return true;
+    }
+    case DType::Q4_0:
+      return scales_finite(p, nbytes, &BlockQ4_0::d);
+    case DType::Q4_1:
+      return scales_finite(p, nbytes, &BlockQ4_1::d, &BlockQ4_1::m);
+    case DType::Q5_0:
+      return scales_finite(p, nbytes, &BlockQ5_0::d);
+    case DType::Q5_1:
+      return scales_finite(p, nbytes, &BlockQ5_1::d, &BlockQ5_1::m);
+    case DType::Q8_0:
+      return scales_finite(p, nbytes, &BlockQ8_0::d);
+    case DType::Q4_K:
+      return scales_finite(p, nbytes, &BlockQ4_K::d, &BlockQ4_K::dmin);
+    case DType::Q5_K:
+      return scales_finite(p, nbytes, &BlockQ5_K::d, &BlockQ5_K::dmin);
+    case DType::Q6_K:
+      return scales_finite(p, nbytes, &BlockQ6_K::d);
+    default:
+      return true;
   }
+}
+}  // namespace
+
+// --- keys ----------------------------------------------------------------------------------
+
+const Value* KeyReader::find(const char* name) const {
+  const std::string key = arch_ + "." + name;
+  for (const auto& [k, v] : meta_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+void KeyReader::fail(const std::string& what) const { throw std::invalid_argument(arch_ + ": " + what); }
+
+void KeyReader::rule(bool ok, const std::string& what) {
+  if (!ok) fail(what);
+}
+
+void KeyReader::visit(const char* name, int64_t& f, const KeyRule<int64_t>& r) {
+  const Value* v = find(name);
+  if (!v) {
+    if (r.def)
+      f = *r.def;
+    else if (mode_ == Mode::NewModel && r.fresh)
+      f = *r.fresh;
+    else
+      fail("missing integer key " + arch_ + "." + name);
+  } else {
+    if (!v->is_integer()) fail(arch_ + "." + name + " must be an integer, got " + v->to_display());
+    f = v->as_int();
+  }
+  if (f < 1 || f > kMaxInt) fail(arch_ + "." + name + " = " + std::to_string(f) + " is out of range [1, 2^24]");
+}
+
+void KeyReader::visit(const char* name, float& f, const KeyRule<float>& r) {
+  const Value* v = find(name);
+  if (!v) {
+    if (r.def)
+      f = *r.def;
+    else if (mode_ == Mode::NewModel && r.fresh)
+      f = *r.fresh;
+    else
+      fail("missing key " + arch_ + "." + name);
+  } else {
+    if (!v->is_float() && !v->is_integer()) fail(arch_ + "." + name + " must be a number, got " + v->to_display());
+    f = float(v->as_float());
+  }
+  const bool ok = std::isfinite(f) && (r.bound == Bound::Positive ? f > 0 : f >= 0);
+  if (!ok)
+    fail(arch_ + "." + name + " = " + std::to_string(f) + " must be finite and " +
+         (r.bound == Bound::Positive ? "positive" : "at least 0"));
+}
+
+// Every key is written, defaults too: llama.cpp reads them all, and a file then says what it is.
+void KeyWriter::visit(const char* name, int64_t& f, const KeyRule<int64_t>&) {
+  out_.set(arch_ + "." + name, Value::of_u32(uint32_t(f)));
+}
+
+void KeyWriter::visit(const char* name, float& f, const KeyRule<float>&) {
+  out_.set(arch_ + "." + name, Value::of_f32(f));
+}
+
+// --- tensors -------------------------------------------------------------------------------
+
+void TensorLoader::visit(const std::string& name, Tensor& t, std::initializer_list<Dim>, const Shape& shape, Init,
+                         bool required) {
+  const gguf::TensorInfo* info = f_->find_tensor(name);
+  if (!info) {
+    if (required)
+      throw GgufError(f_->path() + ": missing tensor '" + name + "' (expected shape " + to_string(shape) + ")");
+    t = {};
+    return;
+  }
+  if (info->shape != shape)
+    throw GgufError(f_->path() + ": tensor '" + name + "' has shape " + to_string(info->shape) + ", expected " +
+                    to_string(shape));
+  if (!dtype_supported(info->dtype))
+    throw GgufError(f_->path() + ": tensor '" + name + "' has dtype " + std::string(toy::name(info->dtype)) +
+                    ", which toy cannot compute with");
+  if (!finite(info->dtype, f_->tensor_data(*info), info->nbytes))
+    throw GgufError(f_->path() + ": tensor '" + name + "' holds NaN or infinite values");
+  t = f_->tensor(*info);
+  // Vectors (norms, biases) are used as F32; they are tiny, so a converted copy costs nothing.
+  if (shape.size() == 1 && info->dtype != DType::F32) t = t.clone().set_name(name);
+}
+
+void RandomInit::visit(const std::string& name, Tensor& t, std::initializer_list<Dim>, const Shape& shape, Init init,
+                       bool required) {
+  if (!required) return;
+  if (init == Init::Normal) {
+    t = Tensor::empty(shape);
+    float* p = t.data_mut();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = normal_(rng_);
+  } else {
+    t = Tensor::full(shape, init == Init::Ones ? 1.0f : 0.0f);
+  }
+  t.set_name(name);
+}
+
+void TensorSpecs::visit(const std::string& name, Tensor&, std::initializer_list<Dim> shape, const Shape& s, Init init,
+                        bool required) {
+  const bool per_layer = !prefix.empty();
+  if (!required && std::find(present.begin(), present.end(), name) == present.end()) return;
+  TensorSpec spec{.name = name, .sym = {}, .shape = s, .init = init, .per_layer = per_layer};
+  for (const Dim& d : shape) spec.sym.push_back(d.sym);
+  specs.push_back(std::move(spec));
+}
+
+int64_t vocab_rows(const gguf::GgufFile& f) {
+  const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (!embd || embd->shape.size() != 2) throw GgufError(f.path() + ": missing tensor 'token_embd.weight'");
+  return embd->shape[0];
+}
+
+double Description::value(const std::string& key) const {
+  for (const auto& [k, v] : values)
+    if (k == key) return v;
+  throw std::out_of_range(config.arch + " has no key " + key);
+}
+
+uint64_t Description::parameter_count() const {
+  uint64_t n = 0;
+  for (const TensorSpec& t : tensors) n += uint64_t(numel(t.shape)) * uint64_t(t.per_layer ? config.n_layer : 1);
+  return n;
+}
+
+// --- the registry --------------------------------------------------------------------------
+
+std::vector<Architecture>& builtin_architectures();  // archs/registry.cpp
+
+const std::vector<Architecture>& architectures() { return builtin_architectures(); }
+
+Registration::Registration(Architecture a) { builtin_architectures().push_back(std::move(a)); }
+
+const Architecture* find_architecture(const std::string& name) {
+  for (const Architecture& a : architectures())
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string architecture_names() {
+  std::string names;
+  for (const Architecture& a : architectures()) names += (names.empty() ? "" : ", ") + a.name;
+  return names;
 }
 
 std::unique_ptr<Model> load_model(std::shared_ptr<const gguf::GgufFile> f) {
   const std::string arch = f->architecture();
-  std::string names;
-  for (const Architecture& a : architectures()) {
-    if (arch == a.name) return a.load(WeightLoader(f));
-    names += (names.empty() ? "" : ", ") + std::string(a.name);
-  }
-  throw GgufError(f->path() + ": unsupported architecture '" + arch + "' (toy supports: " + names + ")");
+  const Architecture* a = find_architecture(arch);
+  if (!a)
+    throw GgufError(f->path() + ": unsupported architecture '" + arch + "' (toy supports: " + architecture_names() +
+                    ")");
+  return a->load(std::move(f));
+}
+
+Metadata shape_metadata(const ModelShape& s) {
+  const std::string p = s.arch + ".";
+  auto u32 = [](int64_t v) { return Value::of_u32(uint32_t(std::clamp<int64_t>(v, 0, UINT32_MAX))); };
+  Metadata m = {{p + "context_length", u32(s.n_ctx)},
+                {p + "embedding_length", u32(s.d_model)},
+                {p + "block_count", u32(s.n_layer)},
+                {p + "feed_forward_length", u32(s.d_ff)},
+                {p + "attention.head_count", u32(s.n_head)}};
+  if (s.n_kv_head) m.emplace_back(p + "attention.head_count_kv", u32(s.n_kv_head));
+  for (const auto& [k, v] : s.keys) m.emplace_back(p + k, v);
+  return m;
+}
+
+std::unique_ptr<Model> random_model(const ModelShape& s, uint64_t seed) {
+  const Architecture* a = find_architecture(s.arch);
+  if (!a) throw std::invalid_argument("unknown architecture '" + s.arch + "' (toy has: " + architecture_names() + ")");
+  return a->random(shape_metadata(s), s.n_vocab, s.tied_output, seed);
 }
 
 }  // namespace toy

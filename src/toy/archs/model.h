@@ -1,13 +1,15 @@
-// archs/model.h — L3: what every architecture provides, and the registry that loads them.
+// archs/model.h — L3: what engines see of a model, and the registry of architectures.
 //
-// An architecture file (archs/<name>.cpp) turns GGUF metadata into a typed config, GGUF
-// tensors into a weight struct, and defines the forward pass. It registers itself with one
-// line in archs/registry.cpp.
+// Each architecture is described once, in archs/<name>.cpp (see archs/arch.h for what a
+// description holds); the registry turns a GGUF file, or a shape for a new model, into a Model.
+// Engines, recipes, the server and the CLI use only this header.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "toy/blocks/blocks.h"
@@ -15,17 +17,19 @@
 
 namespace toy {
 
-// The sizes every engine needs (the KV cache, the sampler, training).
+// The sizes every engine needs (the KV cache, the sampler, training). Every architecture's
+// hyper-parameters extend it.
 struct ModelConfig {
-  std::string arch;       // GGUF general.architecture, e.g. "llama"
-  int64_t n_vocab = 0;    // e.g. 49152
-  int64_t d_model = 0;    // e.g. 576
-  int64_t n_layer = 0;    // e.g. 30
-  int64_t n_head = 0;     // e.g. 9
-  int64_t n_kv_head = 0;  // e.g. 3
-  int64_t d_head = 0;     // e.g. 64
-  int64_t d_ff = 0;       // e.g. 1536
-  int64_t n_ctx = 0;      // training context, e.g. 8192
+  std::string arch;         // GGUF general.architecture, e.g. "llama"
+  int64_t n_vocab = 0;      // rows of token_embd, e.g. 49152
+  int64_t d_model = 0;      // e.g. 576
+  int64_t n_layer = 0;      // e.g. 30
+  int64_t n_head = 0;       // e.g. 9
+  int64_t n_kv_head = 0;    // e.g. 3
+  int64_t d_head = 0;       // e.g. 64
+  int64_t d_ff = 0;         // e.g. 1536
+  int64_t n_ctx = 0;        // training context, e.g. 8192
+  bool tied_output = true;  // logits use token_embd (the file has no output.weight)
 };
 
 class Model {
@@ -37,56 +41,91 @@ class Model {
   // Every parameter tensor, named with its GGUF name (tensor.name()), each visited once
   // (a tied embedding is one parameter). Loading, saving, the optimizer and LoRA all walk this.
   virtual void for_each_param(const std::function<void(Tensor&)>& fn) = 0;
-  // Metadata keys that describe this model (for writing it back as GGUF).
+  // general.architecture and the `<arch>.*` keys that describe this model.
   virtual void write_metadata(gguf::GgufWriter& w) const = 0;
 
  protected:
   ModelConfig config_;
 };
 
-// Reads weights by GGUF name with their expected PyTorch-order shape; errors name the tensor.
-class WeightLoader {
- public:
-  explicit WeightLoader(std::shared_ptr<const gguf::GgufFile> f) : f_(std::move(f)) {}
-  Tensor need(const std::string& name, const Shape& shape) const;
-  Tensor maybe(const std::string& name, const Shape& shape) const;  // undefined when absent
-  const gguf::GgufFile& file() const { return *f_; }
-  // `<arch>.<key>` metadata.
-  int64_t hp_int(const std::string& key) const;
-  int64_t hp_int(const std::string& key, int64_t def) const;
-  float hp_float(const std::string& key) const;
-  float hp_float(const std::string& key, float def) const;
+// GGUF metadata: keys and values in file order (GgufFile::metadata(), a card's block).
+using Metadata = std::vector<std::pair<std::string, gguf::Value>>;
 
- private:
-  std::shared_ptr<const gguf::GgufFile> f_;
+// A new model's shape, as `toy train from-scratch` and `toy init` choose it. The sizes become
+// the architecture's GGUF keys; `keys` adds others (without the `<arch>.` prefix, e.g.
+// {"rope.freq_base", 1e5}). Keys left out take the architecture's defaults.
+struct ModelShape {
+  std::string arch = "llama";
+  int64_t n_vocab = 0, d_model = 0, n_layer = 0, n_head = 0;  // e.g. 49152, 576, 30, 9
+  int64_t n_kv_head = 0;                                      // 0: n_head
+  int64_t d_ff = 0, n_ctx = 0;                                // e.g. 1536, 8192
+  bool tied_output = true;
+  Metadata keys;
 };
 
-using ArchLoader = std::unique_ptr<Model> (*)(const WeightLoader&);
+// What a card shows of a model: the architecture's facts, every key with the value in force, and
+// every tensor with its symbolic and numeric shape (per-layer ones once, named `blk.ℓ.…`).
+enum class NormKind { Rms, Layer };
+enum class Positions { RopeNorm, RopeNeox, Learned };
+enum class FfnKind { SwiGlu, GeGlu, GeluMlp, Moe };
+struct Variant {
+  const char* hf_class = "";  // e.g. "LlamaForCausalLM"
+  NormKind norm = NormKind::Rms;
+  Positions positions = Positions::RopeNorm;
+  QkNorm qk_norm = QkNorm::None;
+  FfnKind ffn = FfnKind::SwiGlu;
+  bool sandwich_norms = false;  // post_attention_norm / post_ffw_norm (gemma2)
+  bool embed_scale = false;     // x·√d_model after the lookup (gemma2)
+  bool softcap = false;         // attention and final logit soft-caps (gemma2)
+  bool sliding_window = false;  // local attention on some layers (gemma2)
+  const char* norm_note = "";   // what the card adds about the norm weights
+};
+enum class Init { Normal, Ones, Zeros };  // a new weight: N(0, 0.02), 1 or 0
+struct TensorSpec {
+  std::string name;              // e.g. "blk.ℓ.attn_q.weight" or "token_embd.weight"
+  std::vector<std::string> sym;  // e.g. {"n_head·d_head", "d_model"}
+  Shape shape;                   // e.g. {576, 576}
+  Init init;
+  bool per_layer;
+};
+struct Description {
+  ModelConfig config;
+  Variant variant;
+  std::vector<std::pair<std::string, double>> values;  // `<arch>.` key -> value in force (defaults applied)
+  std::vector<TensorSpec> tensors;                     // in the order a file lists them
+  double value(const std::string& key) const;          // throws std::out_of_range for an unknown key
+  uint64_t parameter_count() const;
+};
+
+// One registered architecture (archs/arch.h builds it from a description).
 struct Architecture {
-  const char* name;  // GGUF general.architecture
-  ArchLoader load;
+  std::string name;  // GGUF general.architecture
+  std::function<std::unique_ptr<Model>(std::shared_ptr<const gguf::GgufFile>)> load;
+  // A model with random weights (N(0, 0.02) matrices, unit norms, zero biases, deterministic in
+  // `seed`) for metadata `meta`; keys a file must have but `meta` lacks take their defaults for
+  // a new model. Throws std::invalid_argument naming the key.
+  std::function<std::unique_ptr<Model>(const Metadata& meta, int64_t n_vocab, bool tied, uint64_t seed)> random;
+  // The model a file or a card with metadata `meta` describes. `present` names the optional
+  // tensors that exist (e.g. rope_freqs.weight). Throws std::invalid_argument.
+  std::function<Description(const Metadata& meta, int64_t n_vocab, bool tied, const std::vector<std::string>& present)>
+      describe;
 };
+
+// The registry: toy's own architectures, then any registered by the program (a project outside
+// the tree adds its own with one `static toy::Registration`).
 const std::vector<Architecture>& architectures();
+const Architecture* find_architecture(const std::string& name);  // nullptr when unknown
+std::string architecture_names();                                // "llama, qwen2, …"
+struct Registration {
+  explicit Registration(Architecture a);
+};
 
 // Loads the model a GGUF file describes. Throws gguf::GgufError for an unsupported
 // architecture (naming the supported ones) or a missing / mis-shaped tensor.
 std::unique_ptr<Model> load_model(std::shared_ptr<const gguf::GgufFile> f);
-
-// Validates hyper-parameters shared by all architectures; throws GgufError naming the key.
-void check_config(const gguf::GgufFile& f, const ModelConfig& c);
-
-// The sizes every architecture reads the same way: `<arch>.embedding_length`, block_count,
-// feed_forward_length, attention.head_count(_kv), context_length, attention.key_length
-// (default d_model / n_head; value_length must equal it) and n_vocab = rows of token_embd.
-// Validated with check_config.
-ModelConfig read_config(const WeightLoader& f);
-// Writes general.architecture and those keys back. Which optional keys a converter writes
-// differs per architecture: key/value_length only when they differ from the default unless
-// `head_size`; head_count_kv always unless `kv_heads` is false (then only when ≠ n_head).
-struct ConfigKeys {
-  bool head_size = false;
-  bool kv_heads = true;
-};
-void write_config(gguf::GgufWriter& w, const ModelConfig& c, ConfigKeys keys = {});
+// A new model of `s`'s shape with random weights. Throws std::invalid_argument.
+std::unique_ptr<Model> random_model(const ModelShape& s, uint64_t seed);
+// The `<arch>.*` keys of a shape (the sizes first, then s.keys), with the `<arch>.` prefix.
+Metadata shape_metadata(const ModelShape& s);
 
 }  // namespace toy

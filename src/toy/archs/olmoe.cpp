@@ -7,89 +7,82 @@
 //                                                     experts; Σ over the top-k of p_e·swiglu_e
 //                                                     (no renormalisation of the k weights)
 //   logits = output · rms_norm(x)                                               [B, T, V]
-#include "toy/archs/olmoe.h"
-
-#include "toy/archs/llama.h"  // llama_family_hparams: the keys OLMoE shares with Llama
+#include "toy/archs/arch.h"
+#include "toy/blocks/moe.h"
 
 namespace toy {
+namespace {
 
-OlmoeModel::OlmoeModel(OlmoeHparams hp, OlmoeWeights w) : hp_(std::move(hp)), w_(std::move(w)) { config_ = hp_.c; }
+struct Olmoe {
+  static constexpr const char* name = "olmoe";
+  static constexpr Variant variant = {.hf_class = "OlmoeForCausalLM",
+                                      .positions = Positions::RopeNeox,
+                                      .qk_norm = QkNorm::FullWidth,
+                                      .ffn = FfnKind::Moe};
 
-Tensor OlmoeModel::forward(const Tensor& tokens, const Ctx& ctx) const {
-  Tensor x = embedding(w_.token_embd, tokens);  // [B, T, D]
-  for (int64_t l = 0; l < hp_.c.n_layer; ++l)
-    x = moe_block(w_.layers[size_t(l)], hp_.attn, hp_.moe, hp_.rms_eps, x, ctx, l);  // [B, T, D]
-  x = rms_norm(logit_positions(x, ctx), w_.output_norm, hp_.rms_eps);                // [B, T, D]
-  return linear(x, w_.output);                                                       // [B, T, V]
-}
-
-OlmoeHparams olmoe_hparams(const WeightLoader& f) {
-  const LlamaHparams base = llama_family_hparams(f, RopeMode::Neox);
-  OlmoeHparams hp;
-  hp.c = base.c;
-  hp.rms_eps = base.rms_eps;
-  hp.attn = base.attn;
-  hp.attn.qk_norm = QkNorm::FullWidth;
-  hp.moe = {.n_expert = f.hp_int("expert_count"), .n_expert_used = f.hp_int("expert_used_count")};
-  if (hp.moe.n_expert <= 0 || hp.moe.n_expert > 4096 || hp.moe.n_expert_used <= 0 ||
-      hp.moe.n_expert_used > hp.moe.n_expert)
-    throw gguf::GgufError(f.file().path() + ": olmoe: expert_used_count " + std::to_string(hp.moe.n_expert_used) +
-                          " / expert_count " + std::to_string(hp.moe.n_expert) + " out of range");
-  return hp;
-}
-
-OlmoeWeights OlmoeModel::load_weights(const WeightLoader& f, const OlmoeHparams& hp) {
-  const ModelConfig& c = hp.c;
-  const int64_t D = c.d_model, Q = c.n_head * c.d_head, KV = c.n_kv_head * c.d_head, F = c.d_ff, E = hp.moe.n_expert;
-  OlmoeWeights w;
-  w.token_embd = f.need("token_embd.weight", {c.n_vocab, D});
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    MoeLayer L;
-    L.attn_norm = f.need(p + "attn_norm.weight", {D});
-    L.attn.attn_q = f.need(p + "attn_q.weight", {Q, D});
-    L.attn.attn_k = f.need(p + "attn_k.weight", {KV, D});
-    L.attn.attn_v = f.need(p + "attn_v.weight", {KV, D});
-    L.attn.attn_q_norm = f.need(p + "attn_q_norm.weight", {Q});
-    L.attn.attn_k_norm = f.need(p + "attn_k_norm.weight", {KV});
-    L.attn.attn_output = f.need(p + "attn_output.weight", {D, Q});
-    L.ffn_norm = f.need(p + "ffn_norm.weight", {D});
-    L.ffn.ffn_gate_inp = f.need(p + "ffn_gate_inp.weight", {E, D});
-    L.ffn.ffn_gate_exps = f.need(p + "ffn_gate_exps.weight", {E, F, D});
-    L.ffn.ffn_up_exps = f.need(p + "ffn_up_exps.weight", {E, F, D});
-    L.ffn.ffn_down_exps = f.need(p + "ffn_down_exps.weight", {E, D, F});
-    w.layers.push_back(std::move(L));
+  struct Hparams : ModelConfig {  // d_ff: the width of one expert, e.g. 1024
+    float eps = 1e-5f;            // attention.layer_norm_rms_epsilon
+    float rope_base = 10000.0f;   // rope.freq_base
+    int64_t n_rot = 0;            // rope.dimension_count
+    int64_t n_expert = 0;         // expert_count, e.g. 64
+    int64_t n_expert_used = 0;    // expert_used_count (k), e.g. 8
+  };
+  template <class V>
+  static void keys(V& v, Hparams& h) {
+    decoder_keys(v, h);
+    v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-5f});
+    rope_keys(v, h);
+    v.key("expert_count", h.n_expert, Required{int64_t(8)});
+    v.key("expert_used_count", h.n_expert_used, Required{int64_t(2)});
+    v.check(h.n_expert_used <= h.n_expert, "expert_used_count " + std::to_string(h.n_expert_used) +
+                                               " exceeds expert_count " + std::to_string(h.n_expert));
   }
-  w.output_norm = f.need("output_norm.weight", {D});
-  w.output = f.need("output.weight", {c.n_vocab, D});
-  return w;
-}
 
-void OlmoeModel::for_each_param(const std::function<void(Tensor&)>& fn) {
-  fn(w_.token_embd);
-  for (MoeLayer& L : w_.layers)
-    for (Tensor* t : {&L.attn_norm, &L.attn.attn_q, &L.attn.attn_k, &L.attn.attn_v, &L.attn.attn_q_norm,
-                      &L.attn.attn_k_norm, &L.attn.attn_output, &L.ffn_norm, &L.ffn.ffn_gate_inp, &L.ffn.ffn_gate_exps,
-                      &L.ffn.ffn_up_exps, &L.ffn.ffn_down_exps})
-      fn(*t);
-  fn(w_.output_norm);
-  fn(w_.output);
-}
+  struct Weights {
+    Tensor token_embd;  // [V, D]
+    std::vector<MoeLayer> blk;
+    Tensor output_norm;  // [D]
+    Tensor output;       // [V, D] (never tied)
+  };
+  template <class V>
+  static void tensors(V& v, Weights& w, const Hparams& h) {
+    const Dims d(h);
+    const Dim E{h.n_expert, "n_expert"};
+    v.tensor("token_embd.weight", w.token_embd, {d.V, d.D}, Init::Normal);
+    v.layers(w.blk, h.n_layer, [&](MoeLayer& L) {
+      v.tensor("attn_norm.weight", L.attn_norm, {d.D}, Init::Ones);
+      v.tensor("attn_q.weight", L.attn.attn_q, {d.Q, d.D}, Init::Normal);
+      v.tensor("attn_k.weight", L.attn.attn_k, {d.KV, d.D}, Init::Normal);
+      v.tensor("attn_v.weight", L.attn.attn_v, {d.KV, d.D}, Init::Normal);
+      v.tensor("attn_output.weight", L.attn.attn_output, {d.D, d.Q}, Init::Normal);
+      v.tensor("attn_q_norm.weight", L.attn.attn_q_norm, {d.Q}, Init::Ones);
+      v.tensor("attn_k_norm.weight", L.attn.attn_k_norm, {d.KV}, Init::Ones);
+      v.tensor("ffn_norm.weight", L.ffn_norm, {d.D}, Init::Ones);
+      v.tensor("ffn_gate_inp.weight", L.ffn.ffn_gate_inp, {E, d.D}, Init::Normal);
+      v.tensor("ffn_down_exps.weight", L.ffn.ffn_down_exps, {E, d.D, d.F}, Init::Normal);
+      v.tensor("ffn_gate_exps.weight", L.ffn.ffn_gate_exps, {E, d.F, d.D}, Init::Normal);
+      v.tensor("ffn_up_exps.weight", L.ffn.ffn_up_exps, {E, d.F, d.D}, Init::Normal);
+    });
+    v.tensor("output_norm.weight", w.output_norm, {d.D}, Init::Ones);
+    v.tensor("output.weight", w.output, {d.V, d.D}, Init::Normal);
+  }
 
-void OlmoeModel::write_metadata(gguf::GgufWriter& out) const {
-  using gguf::Value;
-  const std::string& a = hp_.c.arch;
-  write_config(out, hp_.c);
-  out.set(a + ".attention.layer_norm_rms_epsilon", Value::of_f32(hp_.rms_eps));
-  out.set(a + ".rope.freq_base", Value::of_f32(hp_.attn.rope.base));
-  out.set(a + ".rope.dimension_count", Value::of_u32(uint32_t(hp_.attn.rope.n_rot)));
-  out.set(a + ".expert_count", Value::of_u32(uint32_t(hp_.moe.n_expert)));
-  out.set(a + ".expert_used_count", Value::of_u32(uint32_t(hp_.moe.n_expert_used)));
-}
+  static Tensor forward(const Weights& w, const Hparams& h, const Tensor& tokens, const Ctx& ctx) {
+    const AttentionConfig a = rope_attention(h, variant);
+    const MoeConfig moe = {.n_expert = h.n_expert, .n_expert_used = h.n_expert_used};
+    const RopeTable angles = rope_angles(ctx.positions(tokens), a.rope);  // once per forward
+    Tensor x = embedding(w.token_embd, tokens);                           // [B, T, D]
+    for (int64_t l = 0; l < h.n_layer; ++l)
+      x = moe_block(w.blk[size_t(l)], a, moe, h.eps, x, angles, ctx, l);  // [B, T, D]
+    x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);          // [B, T, D]
+    return linear(x, w.output);                                           // [B, T, V]
+  }
+};
 
-std::unique_ptr<Model> load_olmoe(const WeightLoader& f) {
-  OlmoeHparams hp = olmoe_hparams(f);
-  return std::make_unique<OlmoeModel>(hp, OlmoeModel::load_weights(f, hp));
-}
+}  // namespace
+
+namespace archs {
+Architecture olmoe() { return architecture<Olmoe>(); }
+}  // namespace archs
 
 }  // namespace toy

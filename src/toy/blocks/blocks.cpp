@@ -53,6 +53,11 @@ Tensor Ctx::positions(int64_t B, int64_t T) const {
   return Tensor::from_ids({B, T}, pos);
 }
 
+Tensor Ctx::positions(const Tensor& tokens) const {
+  auto [B, T] = tokens.dims<2>("ctx: tokens");
+  return positions(B, T);
+}
+
 Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o, const Ctx& ctx,
                           int64_t layer) {
   auto [B, T, H, Dh] = q.dims<4>("sequence_attention: q");
@@ -78,8 +83,8 @@ Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
   return last;
 }
 
-Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx,
-                      int64_t layer) {
+Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const RopeTable& angles,
+                      const Ctx& ctx, int64_t layer) {
   auto [B, T, D] = x.dims<3>("self_attention: x");
   const int64_t H = c.n_head, Hkv = c.n_kv_head, Dh = c.d_head;
   auto qkv = linears(x, {w.attn_q, w.attn_k, w.attn_v}, {w.attn_q_bias, w.attn_k_bias, w.attn_v_bias});
@@ -97,9 +102,8 @@ Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const
     q = rms_norm(q, w.attn_q_norm, c.norm_eps);
     k = rms_norm(k, w.attn_k_norm, c.norm_eps);
   }
-  const Tensor pos = ctx.positions(B, T);                         // I32 [B, T]
-  q = rope(q, pos, c.rope);                                       // [B, T, H, Dh]
-  k = rope(k, pos, c.rope);                                       // [B, T, Hkv, Dh]
+  q = rope(q, angles);                                            // [B, T, H, Dh]
+  k = rope(k, angles);                                            // [B, T, Hkv, Dh]
   Tensor o = sequence_attention(q, k, v, c.options, ctx, layer);  // [B, T, H, Dh]
   return linear(o.reshape({B, T, H * Dh}), w.attn_output);        // [B, T, D]
 }
@@ -109,10 +113,10 @@ Tensor swiglu_ffn(const SwigluWeights& w, const Tensor& x) {
   return linear(silu(gu[0]) * gu[1], w.ffn_down);  // [..., D]
 }
 
-Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x, const Ctx& ctx,
-                      int64_t layer) {
-  Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), ctx, layer);  // [B, T, D]
-  return h + swiglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                           // [B, T, D]
+Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x,
+                      const RopeTable& angles, const Ctx& ctx, int64_t layer) {
+  Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), angles, ctx, layer);  // [B, T, D]
+  return h + swiglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                                   // [B, T, D]
 }
 
 }  // namespace toy

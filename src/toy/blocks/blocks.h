@@ -47,6 +47,7 @@ struct Ctx {
   const Seq& seq(int64_t b) const { return seqs.size() == 1 ? seqs[0] : seqs[size_t(b)]; }
   // I32 [B, T]: seq(b).pos0 + t. Throws ShapeError when there are neither 1 nor B sequences.
   Tensor positions(int64_t B, int64_t T) const;
+  Tensor positions(const Tensor& tokens) const;  // for tokens I32 [B, T]
 };
 
 // The positions whose logits a forward pass computes: x [B, T, D] itself, or [B, 1, D] holding
@@ -80,10 +81,10 @@ struct AttentionConfig {
 Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o, const Ctx& ctx,
                           int64_t layer);
 
-// Multi-head self-attention with RoPE and (when the context has one) the KV cache.
-// x: [B, T, D] -> [B, T, D]
-Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const Ctx& ctx,
-                      int64_t layer);
+// Multi-head self-attention with RoPE (the angles of this forward pass, built once by the
+// architecture) and, when the context has one, the KV cache.  x: [B, T, D] -> [B, T, D]
+Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const RopeTable& angles,
+                      const Ctx& ctx, int64_t layer);
 
 struct SwigluWeights {
   Tensor ffn_gate, ffn_up, ffn_down;  // [d_ff, D], [d_ff, D], [D, d_ff]
@@ -98,7 +99,7 @@ struct PreNormLayer {
   SwigluWeights ffn;
 };
 // x: [B, T, D] -> [B, T, D]
-Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x, const Ctx& ctx,
-                      int64_t layer);
+Tensor pre_norm_block(const PreNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x,
+                      const RopeTable& angles, const Ctx& ctx, int64_t layer);
 
 }  // namespace toy

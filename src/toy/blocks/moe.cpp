@@ -54,9 +54,9 @@ Tensor moe_ffn(const MoeFfnWeights& w, const MoeConfig& c, const Tensor& x) {
 }
 
 Tensor moe_block(const MoeLayer& L, const AttentionConfig& c, const MoeConfig& m, float eps, const Tensor& x,
-                 const Ctx& ctx, int64_t layer) {
-  Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), ctx, layer);  // [B, T, D]
-  return h + moe_ffn(L.ffn, m, rms_norm(h, L.ffn_norm, eps));                           // [B, T, D]
+                 const RopeTable& angles, const Ctx& ctx, int64_t layer) {
+  Tensor h = x + self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), angles, ctx, layer);  // [B, T, D]
+  return h + moe_ffn(L.ffn, m, rms_norm(h, L.ffn_norm, eps));                                   // [B, T, D]
 }
 
 }  // namespace toy

@@ -36,6 +36,6 @@ struct MoeLayer {
 };
 // x: [B, T, D] -> [B, T, D]
 Tensor moe_block(const MoeLayer& L, const AttentionConfig& c, const MoeConfig& m, float eps, const Tensor& x,
-                 const Ctx& ctx, int64_t layer);
+                 const RopeTable& angles, const Ctx& ctx, int64_t layer);
 
 }  // namespace toy

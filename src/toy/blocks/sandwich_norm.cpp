@@ -9,11 +9,11 @@ Tensor geglu_ffn(const SwigluWeights& w, const Tensor& x) {
 }
 
 Tensor sandwich_norm_block(const SandwichNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x,
-                           const Ctx& ctx, int64_t layer) {
-  Tensor a = self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), ctx, layer);  // [B, T, D]
-  Tensor h = x + rms_norm(a, L.post_attention_norm, eps);                           // [B, T, D]
-  Tensor f = geglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                        // [B, T, D]
-  return h + rms_norm(f, L.post_ffw_norm, eps);                                     // [B, T, D]
+                           const RopeTable& angles, const Ctx& ctx, int64_t layer) {
+  Tensor a = self_attention(L.attn, c, rms_norm(x, L.attn_norm, eps), angles, ctx, layer);  // [B, T, D]
+  Tensor h = x + rms_norm(a, L.post_attention_norm, eps);                                   // [B, T, D]
+  Tensor f = geglu_ffn(L.ffn, rms_norm(h, L.ffn_norm, eps));                                // [B, T, D]
+  return h + rms_norm(f, L.post_ffw_norm, eps);                                             // [B, T, D]
 }
 
 }  // namespace toy

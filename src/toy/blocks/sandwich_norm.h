@@ -19,6 +19,6 @@ struct SandwichNormLayer {
 };
 // x: [B, T, D] -> [B, T, D]
 Tensor sandwich_norm_block(const SandwichNormLayer& L, const AttentionConfig& c, float eps, const Tensor& x,
-                           const Ctx& ctx, int64_t layer);
+                           const RopeTable& angles, const Ctx& ctx, int64_t layer);
 
 }  // namespace toy

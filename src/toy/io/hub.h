@@ -79,9 +79,6 @@ Scan scan();
 // Reads one GGUF's summary; throws (gguf::GgufError, std::runtime_error) when it cannot.
 FoundModel describe_file(const std::string& path);
 
-// llama.cpp's name of a general.file_type value ("Q4_K_M"); "" for an unknown value.
-std::string file_type_name(int64_t file_type);
-
 // ---------------------------------------------------------------------------------------
 // Download.
 

@@ -8,6 +8,7 @@
 // NoGrad (inference) nothing is recorded.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -52,9 +53,19 @@ struct Rope {
   float base = 10000.0f;  // θ_i = p · base^(−2i/n_rot) / freq_factors[i]
   Tensor freq_factors;    // optional [n_rot/2] (Llama-3 scaling, `rope_freqs.weight`)
 };
-// Rotates each head of x[b, t] by the angles of position pos[b, t] (rows of a batch may sit at
-// different positions: a batched decode step).  x: [B, T, H, Dh], pos: I32 [B, T] -> [B, T, H, Dh]
-Tensor rope(const Tensor& x, const Tensor& pos, const Rope& r);
+// cos θ and sin θ of every rotated pair at the positions of one forward pass. Built once per
+// forward (like llama.cpp's inp_pos) and shared by every layer's q and k.
+struct RopeAngles {
+  Rope rope;                    // the rotation these angles are for
+  std::vector<int32_t> pos;     // [B·T]: the position of row b, token t
+  std::vector<int32_t> at;      // the distinct positions, sorted
+  std::vector<float> cos, sin;  // [at.size(), n_rot/2]
+};
+// pos: I32 [B, T] (rows of a batch may sit at different positions: a batched decode step).
+using RopeTable = std::shared_ptr<const RopeAngles>;
+RopeTable rope_angles(const Tensor& pos, const Rope& r);
+// Rotates each head of x[b, t] by the angles of its position.  x: [B, T, H, Dh] -> [B, T, H, Dh]
+Tensor rope(const Tensor& x, const RopeTable& angles);
 
 // --- attention --------------------------------------------------------------------------
 struct AttentionOptions {

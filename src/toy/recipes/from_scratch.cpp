@@ -14,7 +14,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "toy/archs/llama.h"
+#include "toy/archs/model.h"
 #include "toy/engines/events.h"
 #include "toy/engines/run_bundle.h"
 #include "toy/engines/train.h"
@@ -147,26 +147,25 @@ std::shared_ptr<const gguf::GgufFile> open_input(const std::string& path, const 
   return gguf::GgufFile::open(path);
 }
 
-LlamaHparams hparams_of(const TrainRunConfig& c, int64_t n_vocab) {
-  LlamaHparams hp;
-  const int64_t d_head = c.d_model / c.n_head;
-  hp.c = {.arch = "llama",
-          .n_vocab = n_vocab,
-          .d_model = c.d_model,
-          .n_layer = c.n_layer,
-          .n_head = c.n_head,
-          .n_kv_head = c.n_kv_head ? c.n_kv_head : c.n_head,
-          .d_head = d_head,
-          .d_ff = c.d_ff ? c.d_ff : 3 * c.d_model,
-          .n_ctx = c.context};
-  hp.rms_eps = c.rms_eps;
-  hp.attn.n_head = hp.c.n_head;
-  hp.attn.n_kv_head = hp.c.n_kv_head;
-  hp.attn.d_head = d_head;
-  hp.attn.norm_eps = c.rms_eps;
-  hp.attn.rope = {.mode = RopeMode::Norm, .n_rot = d_head, .base = c.rope_base, .freq_factors = {}};  // llama: NORM
-  hp.attn.options.scale = 1.0f / std::sqrt(float(d_head));
-  return hp;
+// A new Llama-architecture model of the configured shape (NORM rope, as GGUF llama files).
+std::unique_ptr<Model> build_model(const TrainRunConfig& c, int64_t n_vocab) {
+  using gguf::Value;
+  try {
+    return random_model({.arch = "llama",
+                         .n_vocab = n_vocab,
+                         .d_model = c.d_model,
+                         .n_layer = c.n_layer,
+                         .n_head = c.n_head,
+                         .n_kv_head = c.n_kv_head,
+                         .d_ff = c.d_ff ? c.d_ff : 3 * c.d_model,
+                         .n_ctx = c.context,
+                         .tied_output = c.tied,
+                         .keys = {{"rope.freq_base", Value::of_f32(c.rope_base)},
+                                  {"attention.layer_norm_rms_epsilon", Value::of_f32(c.rms_eps)}}},
+                        c.seed);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
 }
 
 // Token ids of a text, with the vocabulary's special tokens where inference puts them: a prompt
@@ -405,8 +404,7 @@ RunResult train_run(const TrainRunConfig& c_in, const RunOutput& io, const std::
   else if (init_file)
     model = load_model(init_file);
   else {
-    const LlamaHparams hp = hparams_of(c, tok->n_vocab());
-    model = std::make_unique<LlamaModel>(hp, LlamaModel::random_weights(hp, c.tied, c.seed));
+    model = build_model(c, tok->n_vocab());
   }
   init_file.reset();
   const int64_t V = model->config().n_vocab;

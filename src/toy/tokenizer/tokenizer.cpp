@@ -665,4 +665,33 @@ std::string StreamDecoder::drain(bool at_end) {
   return out;
 }
 
+void write_placeholder_vocab(gguf::GgufWriter& w, int64_t n_vocab) {
+  using gguf::Value;
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<float> scores = {0, 0, 0};
+  std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
+  char buf[16];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    tokens.push_back(buf);
+    scores.push_back(0);
+    types.push_back(6);  // byte
+  }
+  for (int64_t i = int64_t(tokens.size()); i < n_vocab; ++i) {
+    tokens.push_back("\xe2\x96\x81t" + std::to_string(i));  // "▁t<i>"
+    scores.push_back(-float(i));
+    types.push_back(1);  // normal
+  }
+  tokens.resize(size_t(n_vocab)), scores.resize(size_t(n_vocab)), types.resize(size_t(n_vocab));
+  w.set("tokenizer.ggml.model", Value::of_string("llama"));
+  w.set("tokenizer.ggml.pre", Value::of_string("default"));
+  w.set("tokenizer.ggml.tokens", Value::of_strings(tokens));
+  w.set("tokenizer.ggml.scores", Value::of_f32s(scores));
+  w.set("tokenizer.ggml.token_type", Value::of_i32s(types));
+  w.set("tokenizer.ggml.bos_token_id", Value::of_u32(1));
+  w.set("tokenizer.ggml.eos_token_id", Value::of_u32(2));
+  w.set("tokenizer.ggml.unknown_token_id", Value::of_u32(0));
+  w.set("tokenizer.ggml.add_bos_token", Value::of_bool(true));
+}
+
 }  // namespace toy

@@ -106,4 +106,9 @@ class StreamDecoder {
   std::string pending_;
 };
 
+// A placeholder SentencePiece vocabulary of n_vocab pieces (<unk>, <s>, </s>, the 256 byte
+// tokens, then filler pieces "▁t<i>") for a model with random weights (`toy init`, a model built
+// from an algorithm card), so that toy and llama.cpp load the file and can run it.
+void write_placeholder_vocab(gguf::GgufWriter& w, int64_t n_vocab);
+
 }  // namespace toy

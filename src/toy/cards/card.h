@@ -1,4 +1,4 @@
-// io/card.h — algorithm cards: a model file's architecture as formal pseudocode, and back.
+// cards/card.h — algorithm cards: a model file's architecture as formal pseudocode, and back.
 //
 // A card is Markdown. Its prose follows Phuong & Hutter, "Formal Algorithms for Transformers"
 // (arXiv:2207.09238): inputs, outputs, hyper-parameters, parameters with shapes, and numbered
@@ -20,6 +20,8 @@
 // [elem] for arrays); floats are written with the fewest digits that read back to the same value,
 // so a card reproduces its file's metadata exactly. The prose is never parsed.
 //
+// What the card says about the architecture (its variant, keys and tensors) is read from the
+// architecture's own description (archs/arch.h), so every registered architecture has a card.
 // Not here: weights (a model built from a card has random weights), the tokenizer's vocabulary
 // (a placeholder of the right size), and the forward pass itself (archs/).
 #pragma once
@@ -32,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "toy/archs/model.h"
 #include "toy/io/gguf.h"
 
 namespace toy::card {
@@ -51,9 +54,6 @@ struct Card {
   const gguf::Value* find(std::string_view key) const;
 };
 
-// The architectures a card can describe: llama, qwen2, qwen3, gemma2, olmoe, gpt2.
-std::vector<std::string> architectures();
-
 // Reads a model file's card. Throws CardError for an architecture without a card, or a file
 // missing a required hyper-parameter.
 Card from_gguf(const gguf::GgufFile& f);
@@ -66,12 +66,10 @@ Card parse(std::string_view markdown, const std::string& label);
 Card load(const std::string& path);          // parse() of a file; CardError when unreadable
 bool is_card_file(const std::string& path);  // a text file holding a ```toy-card block
 
-// The tensors the card's model has, in the order llama.cpp's converter writes them.
-struct TensorSpec {
-  std::string name;  // GGUF name, e.g. "blk.0.attn_q.weight"
-  Shape shape;       // PyTorch order, e.g. [n_head·d_head, d_model]
-  enum class Init { Normal, Ones, Zeros, RopeFreqs } init;
-};
+// The model the card describes, from its architecture's description. Throws CardError for an
+// architecture toy does not have or hyper-parameters it rejects.
+Description describe(const Card& c);
+// Every tensor of the card's model (per-layer ones once per layer), in file order.
 std::vector<TensorSpec> tensors(const Card& c);
 uint64_t parameter_count(const Card& c);
 
@@ -79,9 +77,9 @@ uint64_t parameter_count(const Card& c);
 // file (architecture, name, parameters, hyperparameters, tokenizer, tensors).
 nlohmann::ordered_json to_json(const Card& c);
 
-// Writes a GGUF model with the card's metadata and tensor names/shapes: F32 weights ~ N(0, 0.02)
-// (deterministic in `seed`), norm weights 1, biases 0, and a placeholder vocabulary of n_vocab
-// tokens (the byte-level layout, padded with "<unused_N>"). Atomic (GgufWriter).
+// Writes a GGUF model with the card's metadata and tensor names/shapes: the architecture's random
+// weights (deterministic in `seed`; F32) and a placeholder vocabulary of n_vocab tokens
+// (tokenizer/placeholder_vocab). Atomic (GgufWriter).
 void write_model(const Card& c, const std::string& path, uint64_t seed = 42);
 
 }  // namespace toy::card

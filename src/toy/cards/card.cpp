@@ -1,7 +1,7 @@
-// io/card.cpp — the card format: GGUF -> card, the `toy-card` block both ways, card -> GGUF.
+// cards/card.cpp — the card format: GGUF -> card, the `toy-card` block both ways, card -> GGUF.
 //
-// The per-architecture content (tensor list, pseudocode) is in card_facts.cpp.
-#include "toy/io/card.h"
+// The pseudocode is in render.cpp; what it says of an architecture comes from archs/.
+#include "toy/cards/card.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,14 +9,14 @@
 #include <iterator>
 #include <map>
 
-#include "toy/io/card_facts.h"
-#include "toy/io/hub.h"
+#include "toy/cards/render.h"
+#include "toy/io/file_type.h"
+#include "toy/tokenizer/tokenizer.h"
 
 namespace toy::card {
 
 using gguf::Value;
 using gguf::ValueType;
-using namespace detail;
 
 const Value* Card::find(std::string_view key) const {
   for (const auto& [k, v] : meta)
@@ -147,31 +147,14 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(a, b - a));
 }
 
-// --- random numbers for write_model: splitmix64 and Box–Muller ---------------------------------
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (double(next() >> 11) + 0.5) * (1.0 / 9007199254740992.0); }  // (0, 1)
-  float normal(float std) { return float(std * std::sqrt(-2 * std::log(uniform())) * std::cos(2 * M_PI * uniform())); }
-};
-
 }  // namespace
-
-std::vector<std::string> architectures() { return {"llama", "qwen2", "qwen3", "gemma2", "olmoe", "gpt2"}; }
 
 Card from_gguf(const gguf::GgufFile& f) {
   Card c;
   c.arch = f.architecture();
-  if (!find_facts(c.arch)) {
-    std::string known;
-    for (const auto& a : architectures()) known += (known.empty() ? "" : ", ") + a;
-    throw CardError(f.path() + ": no algorithm card for architecture '" + c.arch + "' (cards cover: " + known + ")");
-  }
+  if (!find_architecture(c.arch))
+    throw CardError(f.path() + ": no algorithm card for architecture '" + c.arch +
+                    "' (cards cover: " + architecture_names() + ")");
   for (const auto& [k, v] : f.metadata()) {
     const bool keep = k == "general.architecture" || k == "general.name" || k.rfind(c.arch + ".", 0) == 0 ||
                       (k.rfind("tokenizer.ggml.", 0) == 0 && v.type != ValueType::ARRAY);
@@ -186,20 +169,25 @@ Card from_gguf(const gguf::GgufFile& f) {
     c.n_vocab = int64_t(f.get_strings("tokenizer.ggml.tokens").size());
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   if (const gguf::TensorInfo* rf = f.find_tensor("rope_freqs.weight")) c.rope_freqs = f.tensor(*rf).to_vector();
-  if (auto ft = f.opt_int("general.file_type")) c.source_dtype = hub::file_type_name(*ft);
-  dims_of(c);  // validates the hyper-parameters now, with the file's name in the message
+  if (auto ft = f.opt_int("general.file_type")) c.source_dtype = gguf::file_type_name(*ft);
+  try {
+    describe(c);  // validates the hyper-parameters now, with the file's name in the message
+  } catch (const CardError& e) {
+    throw CardError(f.path() + ": " + e.what());
+  }
   return c;
 }
 
 std::string render(const Card& c) {
-  const Dims d = dims_of(c);
+  const Description desc = describe(c);
+  const ModelConfig& d = desc.config;
   const Value* name = c.find("general.name");
   std::string s = "# Algorithm card: " + (name ? std::string(name->s) : c.arch) + "\n\n";
-  s += "The `" + c.arch + "` architecture (Hugging Face `" + facts_of(c).hf_class +
+  s += "The `" + c.arch + "` architecture (Hugging Face `" + desc.variant.hf_class +
        "`) with this file's hyper-parameters: " + std::to_string(d.n_layer) + " layers, d_model " +
        std::to_string(d.d_model) + ", " + std::to_string(d.n_head) + " query heads" +
        (d.n_kv_head != d.n_head ? " sharing " + std::to_string(d.n_kv_head) + " key/value heads" : "") + " of size " +
-       std::to_string(d.d_head) + ", " + std::to_string(parameter_count(c)) + " parameters" +
+       std::to_string(d.d_head) + ", " + std::to_string(desc.parameter_count()) + " parameters" +
        (c.source_dtype.empty() ? "" : " (stored as " + c.source_dtype + ")") + ".\n\n";
   s += "Pseudocode in the style of Phuong & Hutter, *Formal Algorithms for Transformers* (arXiv:2207.09238), "
        "with two changes of convention: indices start at 0, and matrices are stored as in PyTorch and GGUF "
@@ -221,7 +209,7 @@ std::string render(const Card& c) {
   if (!c.rope_freqs.empty()) line("card.rope_freqs", Value::of_f32s(c.rope_freqs));
   if (!c.source_dtype.empty()) line("card.source_dtype", Value::of_string(c.source_dtype));
   s += "```\n\n";
-  return s + render_algorithms(c);
+  return s + render_algorithms(c, desc);
 }
 
 Card parse(std::string_view text, const std::string& label) {
@@ -295,8 +283,7 @@ Card parse(std::string_view text, const std::string& label) {
     throw CardError(label + ": card.n_vocab is missing or out of range");
   if (!have_tied) throw CardError(label + ": card.tied_output is missing");
   try {
-    facts_of(c);
-    dims_of(c);
+    describe(c);
   } catch (const CardError& e) {
     throw CardError(label + ": " + e.what());
   }
@@ -321,11 +308,47 @@ bool is_card_file(const std::string& path) {
   return text.find("```toy-card") != std::string::npos || text.find("``` toy-card") != std::string::npos;
 }
 
-uint64_t parameter_count(const Card& c) {
-  uint64_t n = 0;
-  for (const TensorSpec& t : tensors(c)) n += uint64_t(numel(t.shape));
-  return n;
+Description describe(const Card& c) {
+  const Architecture* a = find_architecture(c.arch);
+  if (!a)
+    throw CardError("no algorithm card for architecture '" + c.arch + "' (cards cover: " + architecture_names() + ")");
+  std::vector<std::string> present;
+  if (!c.rope_freqs.empty()) present.push_back("rope_freqs.weight");
+  try {
+    Description d = a->describe(c.meta, c.n_vocab, c.tied_output, present);
+    if (!c.rope_freqs.empty() && int64_t(c.rope_freqs.size()) != int64_t(d.value("rope.dimension_count")) / 2)
+      throw CardError("card.rope_freqs has " + std::to_string(c.rope_freqs.size()) + " factors, expected n_rot/2");
+    return d;
+  } catch (const std::invalid_argument& e) {
+    throw CardError(e.what());
+  } catch (const std::out_of_range& e) {
+    throw CardError(std::string("card.rope_freqs: ") + e.what());
+  }
 }
+
+std::vector<TensorSpec> tensors(const Card& c) {
+  const Description d = describe(c);
+  std::vector<TensorSpec> out;
+  bool layers_done = false;
+  for (const TensorSpec& t : d.tensors) {
+    if (!t.per_layer) {
+      out.push_back(t);
+    } else if (!layers_done) {  // a layer's tensors are contiguous in the table: emit every layer's
+      for (int64_t l = 0; l < d.config.n_layer; ++l)
+        for (const TensorSpec& u : d.tensors)
+          if (u.per_layer) {
+            TensorSpec one = u;
+            one.name = "blk." + std::to_string(l) + u.name.substr(std::string("blk.ℓ").size());
+            one.per_layer = false;
+            out.push_back(one);
+          }
+      layers_done = true;
+    }
+  }
+  return out;
+}
+
+uint64_t parameter_count(const Card& c) { return describe(c).parameter_count(); }
 
 nlohmann::ordered_json to_json(const Card& c) {
   nlohmann::ordered_json j;
@@ -351,76 +374,21 @@ nlohmann::ordered_json to_json(const Card& c) {
 }
 
 void write_model(const Card& c, const std::string& path, uint64_t seed) {
+  describe(c);  // validates
+  std::unique_ptr<Model> model = find_architecture(c.arch)->random(c.meta, c.n_vocab, c.tied_output, seed);
   gguf::GgufWriter w;
   for (const auto& [k, v] : c.meta)
     if (k.rfind("tokenizer.", 0) != 0) w.set(k, v);
   w.set("general.file_type", Value::of_u32(0));  // all F32
-
-  // A placeholder vocabulary laid out like Tokenizer::byte_level(): <unk> <s> </s>, the 256
-  // byte tokens, "▁", then unused slots up to n_vocab. Special ids named by the card are kept.
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> types;  // 1 normal, 2 unknown, 3 control, 5 unused, 6 byte
-  for (int64_t i = 0; i < c.n_vocab; ++i) {
-    char buf[32];
-    int32_t type = 5;
-    if (i == 0) {
-      std::snprintf(buf, sizeof buf, "<unk>");
-      type = 2;
-    } else if (i == 1) {
-      std::snprintf(buf, sizeof buf, "<s>");
-      type = 3;
-    } else if (i == 2) {
-      std::snprintf(buf, sizeof buf, "</s>");
-      type = 3;
-    } else if (i < 259) {
-      std::snprintf(buf, sizeof buf, "<0x%02X>", unsigned(i - 3));
-      type = 6;
-    } else if (i == 259) {
-      std::snprintf(buf, sizeof buf, "\xe2\x96\x81");
-      type = 1;
-    } else
-      std::snprintf(buf, sizeof buf, "<unused_%lld>", (long long)i);
-    tokens.push_back(buf);
-    scores.push_back(0.0f);
-    types.push_back(type);
+  write_placeholder_vocab(w, c.n_vocab);
+  for (const auto& [k, v] : c.meta) {  // the special token ids the card names, where the placeholder has them
+    const bool id = k.rfind("tokenizer.ggml.", 0) == 0 && k.size() > 9 && k.compare(k.size() - 9, 9, "_token_id") == 0;
+    if (id && v.is_integer() && v.as_int() >= 0 && v.as_int() < c.n_vocab) w.set(k, v);
   }
-  w.set("tokenizer.ggml.model", Value::of_string("llama"));
-  w.set("tokenizer.ggml.pre", Value::of_string("default"));
-  w.set("tokenizer.ggml.tokens", Value::of_strings(tokens));
-  w.set("tokenizer.ggml.scores", Value::of_f32s(scores));
-  w.set("tokenizer.ggml.token_type", Value::of_i32s(types));
-  for (const auto& [k, v] : c.meta) {
-    if (k.rfind("tokenizer.ggml.", 0) != 0 || k == "tokenizer.ggml.model" || k == "tokenizer.ggml.pre") continue;
-    const bool id = k.size() > 9 && k.compare(k.size() - 9, 9, "_token_id") == 0;
-    if (id && (!v.is_integer() || v.as_int() < 0 || v.as_int() >= c.n_vocab)) continue;  // outside the placeholder
-    if (id) types[size_t(v.as_int())] = v.as_int() == 0 ? 2 : 3;
-    w.set(k, v);
-  }
-  w.set("tokenizer.ggml.token_type", Value::of_i32s(types));
-
-  Rng rng{seed};
-  std::vector<std::vector<float>> data;  // alive until write()
-  const std::vector<TensorSpec> specs = tensors(c);
-  data.reserve(specs.size());
-  for (const TensorSpec& t : specs) {
-    std::vector<float> x(size_t(numel(t.shape)));
-    switch (t.init) {
-      case TensorSpec::Init::Normal:
-        for (float& v : x) v = rng.normal(0.02f);
-        break;
-      case TensorSpec::Init::Ones:
-        std::fill(x.begin(), x.end(), 1.0f);
-        break;
-      case TensorSpec::Init::Zeros:
-        break;
-      case TensorSpec::Init::RopeFreqs:
-        for (size_t i = 0; i < x.size(); ++i) x[i] = i < c.rope_freqs.size() ? c.rope_freqs[i] : 1.0f;
-        break;
-    }
-    data.push_back(std::move(x));
-    w.add_tensor(t.name, t.shape, DType::F32, data.back().data());
-  }
+  // card.rope_freqs is the one tensor a card gives by value (GGUF lists it first).
+  const Tensor freqs = Tensor::from({int64_t(c.rope_freqs.size())}, c.rope_freqs);
+  if (!c.rope_freqs.empty()) w.add_tensor("rope_freqs.weight", freqs);
+  model->for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
   w.write(path);
 }
 

@@ -1,0 +1,383 @@
+// cards/render.cpp — the pseudocode of a card, written from the architecture's description
+// (archs/: its variant, its keys with the values in force, its tensor table) with the file's
+// hyper-parameters substituted.
+//
+// Notation (docs/cli.md, STYLE's vocabulary): T tokens, d_model, d_ff, n_head, n_kv_head,
+// d_head, n_layer, n_vocab, n_ctx, ℓ a layer index; weights by GGUF name.
+#include "toy/cards/render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+namespace toy::card {
+
+namespace {
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+// What each tensor does, by its GGUF name (the per-layer ones without `blk.ℓ.`): one glossary
+// for every architecture. A tensor not listed here (an architecture from outside toy) gets none.
+std::string role(const std::string& stem, const Variant& v, bool tied) {
+  const std::string gain = v.norm == NormKind::Layer ? " (LayerNorm gain)" : " (RMSNorm gain)";
+  const bool per_head = v.qk_norm == QkNorm::PerHead;
+  static const std::map<std::string, std::string> fixed = {
+      {"rope_freqs.weight", "RoPE frequency divisors f_i (Llama-3 scaling)"},
+      {"position_embd.weight", "learned position embedding"},
+      {"attn_norm.bias", "norm before attention (LayerNorm bias)"},
+      {"attn_qkv.weight", "fused query/key/value projection"},
+      {"attn_qkv.bias", "fused q/k/v bias"},
+      {"attn_q.weight", "query projection"},
+      {"attn_k.weight", "key projection"},
+      {"attn_v.weight", "value projection"},
+      {"attn_output.weight", "attention output projection"},
+      {"attn_output.bias", "attention output bias"},
+      {"attn_q.bias", "query bias"},
+      {"attn_k.bias", "key bias"},
+      {"attn_v.bias", "value bias"},
+      {"post_attention_norm.weight", "norm of the attention output (RMSNorm gain)"},
+      {"ffn_norm.bias", "norm before the feed-forward network (LayerNorm bias)"},
+      {"post_ffw_norm.weight", "norm of the feed-forward output (RMSNorm gain)"},
+      {"ffn_gate.weight", "gate projection"},
+      {"ffn_up.weight", "up projection"},
+      {"ffn_up.bias", "up bias"},
+      {"ffn_down.weight", "down projection"},
+      {"ffn_down.bias", "down bias"},
+      {"ffn_gate_inp.weight", "router"},
+      {"ffn_down_exps.weight", "down projection of each expert"},
+      {"ffn_gate_exps.weight", "gate projection of each expert"},
+      {"ffn_up_exps.weight", "up projection of each expert"},
+      {"output_norm.bias", "final norm (LayerNorm bias)"},
+      {"output.weight", "unembedding"},
+  };
+  if (stem == "token_embd.weight") return tied ? "token embedding; also the unembedding (tied)" : "token embedding";
+  if (stem == "attn_norm.weight") return "norm before attention" + gain;
+  if (stem == "ffn_norm.weight") return "norm before the feed-forward network" + gain;
+  if (stem == "output_norm.weight") return "final norm" + gain;
+  if (stem == "attn_q_norm.weight")
+    return per_head ? "RMSNorm gain of each query head" : "RMSNorm gain over all query heads";
+  if (stem == "attn_k_norm.weight")
+    return per_head ? "RMSNorm gain of each key head" : "RMSNorm gain over all key heads";
+  auto it = fixed.find(stem);
+  return it == fixed.end() ? "" : it->second;
+}
+
+// The sizes and values the formulas use.
+struct Dims {
+  int64_t n_vocab, d_model, n_layer, n_head, n_kv_head, d_head, d_value, d_ff, n_ctx, n_rot = 0;
+  int64_t n_expert = 0, n_expert_used = 0;
+  int64_t window = 0, window_pattern = 0;  // gemma2 sliding window
+  double eps = 0, rope_base = 10000;
+  double attn_cap = 0, final_cap = 0;  // gemma2 soft-caps
+};
+
+Dims dims_of(const Description& desc) {
+  const ModelConfig& c = desc.config;
+  const Variant& v = desc.variant;
+  auto opt = [&](const char* key, double def) {
+    for (const auto& [k, x] : desc.values)
+      if (k == key) return x;
+    return def;
+  };
+  Dims d{.n_vocab = c.n_vocab,
+         .d_model = c.d_model,
+         .n_layer = c.n_layer,
+         .n_head = c.n_head,
+         .n_kv_head = c.n_kv_head,
+         .d_head = c.d_head,
+         .d_value = c.d_head,
+         .d_ff = c.d_ff,
+         .n_ctx = c.n_ctx};
+  d.n_rot = int64_t(opt("rope.dimension_count", double(c.d_head)));
+  d.rope_base = opt("rope.freq_base", 10000);
+  d.eps = opt(v.norm == NormKind::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", 0);
+  d.n_expert = int64_t(opt("expert_count", 0));
+  d.n_expert_used = int64_t(opt("expert_used_count", 0));
+  d.window = int64_t(opt("attention.sliding_window", 0));
+  d.window_pattern = int64_t(opt("attention.sliding_window_pattern", 2));
+  d.attn_cap = opt("attn_logit_softcapping", 0);
+  d.final_cap = opt("final_logit_softcapping", 0);
+  return d;
+}
+
+bool has_tensor(const Description& d, const std::string& name) {
+  return std::any_of(d.tensors.begin(), d.tensors.end(), [&](const TensorSpec& t) { return t.name == name; });
+}
+
+// Display width of UTF-8 text (code points, combining marks count 0).
+size_t width(const std::string& s) {
+  size_t w = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xC0) == 0x80) continue;
+    if (c == 0xCC && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80) continue;  // U+0300..U+033F
+    if (c == 0xCD && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) < 0xB0) continue;   // U+0340..U+036F
+    ++w;
+  }
+  return w;
+}
+
+// A numbered algorithm: code lines with an optional "▷ comment", aligned.
+struct Algo {
+  std::vector<std::pair<std::string, std::string>> lines;
+  void add(std::string code, std::string comment = "") { lines.emplace_back(std::move(code), std::move(comment)); }
+  std::string text() const {
+    size_t w = 0;
+    for (const auto& [code, comment] : lines) w = std::max(w, width(code));
+    std::string s = "```text\n";
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string num = std::to_string(i + 1);
+      s += std::string(num.size() < 2 ? 2 - num.size() : 0, ' ') + num + "  " + lines[i].first;
+      if (!lines[i].second.empty()) s += std::string(w + 3 - width(lines[i].first), ' ') + "▷ " + lines[i].second;
+      s += "\n";
+    }
+    return s + "```\n\n";
+  }
+};
+
+std::string shape_text(const TensorSpec& p) {
+  std::string sym, num;
+  for (size_t i = 0; i < p.sym.size(); ++i) {
+    sym += (i ? ", " : "") + p.sym[i];
+    num += (i ? ", " : "") + n(p.shape[i]);
+  }
+  return "[" + sym + "] = [" + num + "]";
+}
+
+std::string fl(double v) { return short_float(v, true); }
+
+}  // namespace
+
+std::string short_float(double v, bool f32) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {  // 500000, not 5e+05
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    const bool same = f32 ? std::strtof(buf, nullptr) == float(v) : std::strtod(buf, nullptr) == v;
+    if (same) break;
+  }
+  return buf;
+}
+
+std::string render_algorithms(const Card& c, const Description& desc) {
+  const Variant& f = desc.variant;
+  const Dims d = dims_of(desc);
+  const bool fused_qkv = has_tensor(desc, "blk.ℓ.attn_qkv.weight");
+  const bool qkv_bias = has_tensor(desc, "blk.ℓ.attn_q.bias") || has_tensor(desc, "blk.ℓ.attn_qkv.bias");
+  const bool output_bias = has_tensor(desc, "blk.ℓ.attn_output.bias");
+  const bool rope = f.positions != Positions::Learned, gqa = d.n_kv_head != d.n_head;
+  const std::string norm = f.norm == NormKind::Rms ? "RMSNorm" : "LayerNorm";
+  const std::string ffn = f.ffn == FfnKind::SwiGlu    ? "SwiGLU"
+                          : f.ffn == FfnKind::GeGlu   ? "GeGLU"
+                          : f.ffn == FfnKind::GeluMlp ? "MLP"
+                                                      : "MoE";
+  std::string s;
+
+  // --- notation ---
+  s += "## Notation\n\n| symbol | meaning | value |\n|---|---|---|\n";
+  auto row = [&](const std::string& sym, const std::string& what, const std::string& val) {
+    s += "| " + sym + " | " + what + " | " + val + " |\n";
+  };
+  row("T", "tokens in the sequence, T ≤ n_ctx", "");
+  row("n_vocab", "vocabulary size", n(d.n_vocab));
+  row("n_ctx", f.positions == Positions::Learned ? "context length (rows of position_embd)" : "training context length",
+      n(d.n_ctx));
+  row("n_layer", "blocks", n(d.n_layer));
+  row("d_model", "residual stream width", n(d.d_model));
+  row("n_head", "query heads", n(d.n_head));
+  row("n_kv_head", "key/value heads", n(d.n_kv_head));
+  row("d_head", "size of a query/key head", n(d.d_head));
+  if (d.d_value != d.d_head) row("d_value", "size of a value head", n(d.d_value));
+  row("d_ff", f.ffn == FfnKind::Moe ? "hidden size of each expert" : "feed-forward hidden size", n(d.d_ff));
+  if (f.ffn == FfnKind::Moe) {
+    row("n_expert", "experts per layer", n(d.n_expert));
+    row("k", "experts used per token", n(d.n_expert_used));
+  }
+  row("ε", norm + " epsilon", fl(d.eps));
+  if (rope) {
+    row("n_rot", "rotated components of a head", n(d.n_rot));
+    row("θ_base", "RoPE base", fl(d.rope_base));
+  }
+  if (f.sliding_window) row("w", "sliding window (local layers)", n(d.window));
+  if (f.softcap) {
+    row("c_attn", "attention logit soft-cap", fl(d.attn_cap));
+    row("c_final", "final logit soft-cap", fl(d.final_cap));
+  }
+
+  // --- parameters ---
+  s += "\n## Parameters\n\nθ is these tensors (GGUF names; `blk.ℓ.` for each layer ℓ = 0 … " + n(d.n_layer - 1) +
+       "; shapes outermost first).\n\n| tensor | shape | role |\n|---|---|---|\n";
+  for (const TensorSpec& p : desc.tensors)
+    s += "| `" + p.name + "` | " + shape_text(p) + " | " +
+         role(p.per_layer ? p.name.substr(std::string("blk.ℓ.").size()) : p.name, f, c.tied_output) + " |\n";
+  s += "\nParameters: " + std::to_string(desc.parameter_count()) + ".\n\n";
+
+  // --- algorithm 1: the whole model ---
+  const std::string unembed = c.tied_output ? "token_embd" : "output";
+  s += "## Algorithm 1: DTransformer(x | θ), " + c.arch + "\n\n";
+  s += "**Input:** x ∈ {0, …, n_vocab−1}^T, token ids, T ≤ n_ctx = " + n(d.n_ctx) + ".  \n";
+  s += "**Output:** P ∈ (0, 1)^(T × n_vocab); P[t] is the distribution of the token after x[0 … t].  \n";
+  s += "**Hyper-parameters:** n_layer = " + n(d.n_layer) + ", d_model = " + n(d.d_model) +
+       ", n_vocab = " + n(d.n_vocab) + ".  \n";
+  s += "**Parameters:** θ (above).\n\n";
+  Algo a1;
+  a1.add("for t = 0 … T−1:  X[t] ← token_embd[x[t]]", "X: [T, d_model] = [T, " + n(d.d_model) + "]");
+  if (f.embed_scale) a1.add("X ← X · √d_model = X · " + fl(std::sqrt(float(d.d_model))), "embedding scale");
+  if (f.positions == Positions::Learned)
+    a1.add("for t = 0 … T−1:  X[t] ← X[t] + position_embd[t]", "learned absolute positions");
+  a1.add("for ℓ = 0 … n_layer−1 = " + n(d.n_layer - 1) + ":");
+  a1.add("    X̃ ← " + norm + "(X | blk.ℓ.attn_norm)", "Algorithm 4, each row");
+  a1.add("    A ← Attention(X̃ | ℓ)", "Algorithm 2; [T, " + n(d.d_model) + "]");
+  if (f.sandwich_norms) a1.add("    A ← RMSNorm(A | blk.ℓ.post_attention_norm)", "norm of the sub-layer output");
+  a1.add("    X ← X + A", "residual");
+  a1.add("    X̃ ← " + norm + "(X | blk.ℓ.ffn_norm)");
+  a1.add("    F ← " + ffn + "(X̃ | ℓ)", "Algorithm 5, each row");
+  if (f.sandwich_norms) a1.add("    F ← RMSNorm(F | blk.ℓ.post_ffw_norm)");
+  a1.add("    X ← X + F", "residual");
+  a1.add("X ← " + norm + "(X | output_norm)");
+  a1.add("Z ← X · " + unembed + "ᵀ",
+         "logits [T, n_vocab] = [T, " + n(d.n_vocab) + "]" + (c.tied_output ? "; tied to the embedding" : ""));
+  if (f.softcap) a1.add("Z ← c_final · tanh(Z / c_final),  c_final = " + fl(d.final_cap), "final soft-cap");
+  a1.add("return P ← softmax(Z), each row");
+  s += a1.text();
+
+  // --- algorithm 2: attention ---
+  const std::string qd = "[T, n_head, d_head] = [T, " + n(d.n_head) + ", " + n(d.d_head) + "]";
+  const std::string kd = "[T, n_kv_head, d_head] = [T, " + n(d.n_kv_head) + ", " + n(d.d_head) + "]";
+  s += "## Algorithm 2: Attention(X̃ | ℓ), " + std::string(gqa ? "grouped-query" : "multi-head") + ", causal" +
+       (rope ? ", RoPE" : "") + (f.sliding_window ? ", soft-capped, sliding window on local layers" : "") + "\n\n";
+  s += "**Input:** X̃ ∈ ℝ^(T × d_model), rows at positions p₀ … p₀+T−1 (p₀ = 0 for a whole sequence; a KV cache "
+       "holds the keys and values of earlier positions and extends K and V).  \n**Output:** ∈ ℝ^(T × d_model).\n\n";
+  Algo a2;
+  const std::string qb = qkv_bias ? " + blk.ℓ.attn_q.bias" : "", kb = qkv_bias ? " + blk.ℓ.attn_k.bias" : "",
+                    vb = qkv_bias ? " + blk.ℓ.attn_v.bias" : "";
+  if (fused_qkv) {
+    const int64_t q = d.n_head * d.d_head, kv = d.n_kv_head * d.d_head;
+    a2.add("Y ← X̃ · blk.ℓ.attn_qkvᵀ" + std::string(qkv_bias ? " + blk.ℓ.attn_qkv.bias" : ""),
+           "[T, " + n(q + 2 * kv) + "]");
+    a2.add("Q ← Y[:, 0 : " + n(q) + "],  K ← Y[:, " + n(q) + " : " + n(q + kv) + "],  V ← Y[:, " + n(q + kv) + " : " +
+               n(q + 2 * kv) + "]",
+           "each viewed as [T, heads, d_head]");
+  } else {
+    a2.add("Q ← X̃ · blk.ℓ.attn_qᵀ" + qb, qd);
+    a2.add("K ← X̃ · blk.ℓ.attn_kᵀ" + kb, kd);
+    a2.add("V ← X̃ · blk.ℓ.attn_vᵀ" + vb, "[T, n_kv_head, d_value]");
+  }
+  if (f.qk_norm == QkNorm::PerHead) {
+    a2.add("Q[t, h] ← RMSNorm(Q[t, h] | blk.ℓ.attn_q_norm) for every t, h",
+           "each head's " + n(d.d_head) + " values on their own");
+    a2.add("K[t, g] ← RMSNorm(K[t, g] | blk.ℓ.attn_k_norm) for every t, g");
+  } else if (f.qk_norm == QkNorm::FullWidth) {
+    a2.add("Q[t] ← RMSNorm(Q[t] | blk.ℓ.attn_q_norm) for every t",
+           "over all " + n(d.n_head * d.d_head) + " values of the token");
+    a2.add("K[t] ← RMSNorm(K[t] | blk.ℓ.attn_k_norm) for every t", "over all " + n(d.n_kv_head * d.d_head) + " values");
+  }
+  if (rope) {
+    a2.add("Q[t, h] ← RoPE(Q[t, h], p₀ + t) for every t, h", "Algorithm 3");
+    a2.add("K[t, g] ← RoPE(K[t, g], p₀ + t) for every t, g");
+  }
+  a2.add("for h = 0 … n_head−1 = " + n(d.n_head - 1) + ":");
+  if (gqa)
+    a2.add("    g ← ⌊h / (n_head / n_kv_head)⌋ = ⌊h / " + n(d.n_head / d.n_kv_head) + "⌋",
+           "consecutive query heads share a key/value head");
+  else
+    a2.add("    g ← h");
+  const std::string rs = "√d_head = √" + n(d.d_head);
+  if (f.softcap) {
+    a2.add("    S ← (Q[:, h] / √d_head) · K[:, g]ᵀ", "[T, T]; " + rs + ", the scale applied to Q first");
+    a2.add("    S ← c_attn · tanh(S / c_attn),  c_attn = " + fl(d.attn_cap), "soft-cap");
+  } else {
+    a2.add("    S ← Q[:, h] · K[:, g]ᵀ / √d_head", "[T, T]; " + rs);
+  }
+  a2.add("    S[t, t′] ← −∞ where t′ > t", "causal mask");
+  if (f.sliding_window)
+    a2.add((d.window_pattern == 2 ? std::string("    if ℓ is even")
+                                  : "    if ℓ mod " + n(d.window_pattern) + " < " + n(d.window_pattern - 1)) +
+               ":  S[t, t′] ← −∞ where t − t′ ≥ w = " + n(d.window),
+           "local layers see the last " + n(d.window) + " positions");
+  a2.add("    O[:, h] ← softmax(S) · V[:, g]", "softmax over t′; [T, d_value]");
+  a2.add("return [O[:, 0], …, O[:, n_head−1]] · blk.ℓ.attn_outputᵀ" +
+             std::string(output_bias ? " + blk.ℓ.attn_output.bias" : ""),
+         "heads concatenated in order; [T, d_model]");
+  s += a2.text();
+
+  // --- algorithm 3: positions ---
+  if (rope) {
+    const bool neox = f.positions == Positions::RopeNeox;
+    s += "## Algorithm 3: RoPE(u, p), " + std::string(neox ? "NEOX (halves)" : "NORM (adjacent pairs)") + "\n\n";
+    s += "**Input:** u ∈ ℝ^d_head, one head of one token, and its position p.  \n**Output:** u rotated by position p.  "
+         "\n"
+         "**Hyper-parameters:** n_rot = " +
+         n(d.n_rot) + ", θ_base = " + fl(d.rope_base) + ".\n\n";
+    Algo a3;
+    a3.add("for i = 0 … n_rot/2 − 1 = " + n(d.n_rot / 2 - 1) + ":");
+    a3.add(
+        c.rope_freqs.empty() ? "    φ ← p · θ_base^(−2i / n_rot)" : "    φ ← p · θ_base^(−2i / n_rot) / rope_freqs[i]",
+        c.rope_freqs.empty() ? "" : "Llama-3 frequency scaling");
+    a3.add(neox ? "    (a, b) ← (i, i + n_rot/2) = (i, i + " + n(d.n_rot / 2) + ")" : "    (a, b) ← (2i, 2i + 1)");
+    a3.add("    (u[a], u[b]) ← (u[a]·cos φ − u[b]·sin φ,  u[a]·sin φ + u[b]·cos φ)");
+    a3.add("return u", d.n_rot < d.d_head ? "components n_rot … d_head−1 unchanged" : "");
+    s += a3.text();
+    if (!neox)
+      s += "The converter permuted the rows of `attn_q` and `attn_k` head by head, so rotating adjacent pairs here "
+           "equals "
+           "Hugging Face's rotate-half on the original weights.\n\n";
+  } else {
+    s += "## Algorithm 3: positions\n\nLearned absolute positions: row t of `position_embd` is added to the embedding "
+         "of "
+         "token t (Algorithm 1); attention itself is position-free.\n\n";
+  }
+
+  // --- algorithm 4: the norm ---
+  s += "## Algorithm 4: " + norm + "(x | " + std::string(f.norm == NormKind::Rms ? "w" : "w, b") + ")\n\n";
+  s += "**Input:** x ∈ ℝ^d (one row).  **Output:** ∈ ℝ^d.  **Hyper-parameters:** ε = " + fl(d.eps) + ".\n\n";
+  Algo a4;
+  if (f.norm == NormKind::Rms) {
+    a4.add("r ← 1 / √(mean(x ⊙ x) + ε)");
+    a4.add("return (r · x) ⊙ w");
+  } else {
+    a4.add("μ ← mean(x)");
+    a4.add("σ² ← mean((x − μ) ⊙ (x − μ))", "biased variance");
+    a4.add("return (x − μ) / √(σ² + ε) ⊙ w + b");
+  }
+  s += a4.text();
+  if (*f.norm_note) s += std::string(f.norm_note) + "\n\n";
+
+  // --- algorithm 5: the feed-forward network ---
+  s += "## Algorithm 5: " + ffn + "(x | ℓ)\n\n**Input:** x ∈ ℝ^d_model (one row).  **Output:** ∈ ℝ^d_model.\n\n";
+  Algo a5;
+  const std::string gelu = "gelu(v) = ½·v·(1 + tanh(√(2/π)·(v + 0.044715·v³)))";
+  switch (f.ffn) {
+    case FfnKind::SwiGlu:
+    case FfnKind::GeGlu:
+      a5.add("a ← x · blk.ℓ.ffn_gateᵀ", "[d_ff] = [" + n(d.d_ff) + "]");
+      a5.add("b ← x · blk.ℓ.ffn_upᵀ", "[d_ff]");
+      a5.add(f.ffn == FfnKind::SwiGlu ? "h ← silu(a) ⊙ b" : "h ← gelu(a) ⊙ b",
+             f.ffn == FfnKind::SwiGlu ? "silu(v) = v / (1 + e^(−v))" : gelu);
+      a5.add("return h · blk.ℓ.ffn_downᵀ", "[d_model]");
+      break;
+    case FfnKind::GeluMlp:
+      a5.add("h ← gelu(x · blk.ℓ.ffn_upᵀ + blk.ℓ.ffn_up.bias)", "[d_ff] = [" + n(d.d_ff) + "]; " + gelu);
+      a5.add("return h · blk.ℓ.ffn_downᵀ + blk.ℓ.ffn_down.bias", "[d_model]");
+      break;
+    case FfnKind::Moe:
+      a5.add("r ← x · blk.ℓ.ffn_gate_inpᵀ", "router logits [n_expert] = [" + n(d.n_expert) + "]");
+      a5.add("p ← softmax(r)", "over all " + n(d.n_expert) + " experts");
+      a5.add("E ← the k = " + n(d.n_expert_used) + " experts with the largest p[e]", "ties: the lower index");
+      a5.add("for e ∈ E:  y_e ← (silu(x · ffn_gate_exps[e]ᵀ) ⊙ (x · ffn_up_exps[e]ᵀ)) · ffn_down_exps[e]ᵀ",
+             "SwiGLU of expert e (blk.ℓ.), d_ff = " + n(d.d_ff));
+      a5.add("return Σ_{e ∈ E} p[e] · y_e", "p not renormalised over E");
+      break;
+  }
+  s += a5.text();
+  return s;
+}
+
+}  // namespace toy::card
