@@ -16,7 +16,7 @@ namespace {
 
 Tensor rotate(const Tensor& x, const RopeAngles& a, float sign) {
   const auto [B, T, H_, Dh_] = x.dims<4>("rope: x");
-  const int64_t H = H_, Dh = Dh_;  // captured below (a structured binding cannot be, before C++20 in clang 14)
+  const int64_t H = H_, Dh = Dh_;  // captured below: clang 14 cannot capture a structured binding
   const Rope& r = a.rope;
   const int64_t half = r.n_rot / 2;
   if (int64_t(a.pos.size()) != B * T)
