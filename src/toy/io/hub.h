@@ -122,4 +122,12 @@ FetchResult fetch(const std::string& repo, const std::string& file, const FetchO
 // "org/name" -> "models--org--name" (throws HubError(Local) for a malformed repo id).
 std::string repo_folder(const std::string& repo);
 
+// Every name that becomes part of a path in the cache is checked before it is joined, whether it
+// comes from the command line or from the server: a revision ("main", "v1.0", "refs/pr/1") and a
+// file ("model.gguf", "dir/model.gguf") are relative paths of plain components (no "", ".", "..",
+// control characters or backslashes); the server's commit is 40 hex digits and its ETag one
+// component of [A-Za-z0-9._-]. These throw HubError(Local) naming the value.
+void check_revision(const std::string& revision);
+void check_file_path(const std::string& file);
+
 }  // namespace toy::hub
