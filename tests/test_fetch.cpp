@@ -22,7 +22,7 @@
 
 #include "fixtures.h"
 #include "toy/io/gguf.h"
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 
 namespace fs = std::filesystem;
 using Env = toy::test::ScopedEnv;

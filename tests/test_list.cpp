@@ -12,8 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
+#include "toy/hub/hub.h"
+#include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
-#include "toy/io/hub.h"
 
 namespace fs = std::filesystem;
 using Env = toy::test::ScopedEnv;
@@ -246,8 +247,8 @@ TEST(List, DescribeFileSummary) {
   EXPECT_EQ(s.architecture, "llama");
   EXPECT_EQ(s.dtype, "Q6_K");
   EXPECT_EQ(s.parameters, 12u);
-  EXPECT_EQ(toy::hub::file_type_name(15), "Q4_K_M");
-  EXPECT_EQ(toy::hub::file_type_name(999), "");
+  EXPECT_EQ(toy::gguf::file_type_name(15), "Q4_K_M");
+  EXPECT_EQ(toy::gguf::file_type_name(999), "");
 }
 
 TEST(List, HostileMetadataIsSanitized) {

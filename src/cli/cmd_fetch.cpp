@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 
 namespace toy::cli {
 namespace {

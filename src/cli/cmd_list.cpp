@@ -6,7 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 
 namespace toy::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "toy/io/card_facts.h"
-#include "toy/io/hub.h"
+#include "toy/io/file_type.h"
 
 namespace toy::card {
 
@@ -186,7 +186,7 @@ Card from_gguf(const gguf::GgufFile& f) {
     c.n_vocab = int64_t(f.get_strings("tokenizer.ggml.tokens").size());
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   if (const gguf::TensorInfo* rf = f.find_tensor("rope_freqs.weight")) c.rope_freqs = f.tensor(*rf).to_vector();
-  if (auto ft = f.opt_int("general.file_type")) c.source_dtype = hub::file_type_name(*ft);
+  if (auto ft = f.opt_int("general.file_type")) c.source_dtype = gguf::file_type_name(*ft);
   dims_of(c);  // validates the hyper-parameters now, with the file's name in the message
   return c;
 }

@@ -1,4 +1,4 @@
-// io/hub_scan.cpp — finding GGUF files in the Hugging Face cache, Ollama, LM Studio and ./models.
+// hub/hub_scan.cpp — finding GGUF files in the Hugging Face cache, Ollama, LM Studio and ./models.
 //
 // Every directory walk tolerates what real caches contain: symlinks into blobs/, broken links
 // left by an interrupted download, unreadable files, stray non-GGUF files and corrupt JSON. Such
@@ -12,8 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "toy/hub/hub.h"
+#include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
-#include "toy/io/hub.h"
 
 namespace toy::hub {
 
@@ -205,18 +206,6 @@ Scan scan(const std::vector<Location>& locations) {
 
 Scan scan() { return scan(search_locations()); }
 
-std::string file_type_name(int64_t t) {
-  static const std::map<int64_t, const char*> names = {
-      {0, "F32"},     {1, "F16"},     {2, "Q4_0"},      {3, "Q4_1"},    {7, "Q8_0"},     {8, "Q5_0"},
-      {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"},   {12, "Q3_K_M"}, {13, "Q3_K_L"},  {14, "Q4_K_S"},
-      {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},   {18, "Q6_K"},   {19, "IQ2_XXS"}, {20, "IQ2_XS"},
-      {21, "Q2_K_S"}, {22, "IQ3_XS"}, {23, "IQ3_XXS"},  {24, "IQ1_S"},  {25, "IQ4_NL"},  {26, "IQ3_S"},
-      {27, "IQ3_M"},  {28, "IQ2_S"},  {29, "IQ2_M"},    {30, "IQ4_XS"}, {31, "IQ1_M"},   {32, "BF16"},
-      {36, "TQ1_0"},  {37, "TQ2_0"},  {38, "MXFP4_MOE"}};
-  auto it = names.find(t);
-  return it == names.end() ? "" : it->second;
-}
-
 FoundModel describe_file(const std::string& path) {
   auto f = gguf::GgufFile::open(path);
   FoundModel m;
@@ -228,7 +217,7 @@ FoundModel describe_file(const std::string& path) {
     m.parameters += uint64_t(numel(t.shape));
     if (t.shape.size() >= 2) bytes_by_type[std::string(name(t.dtype))] += t.nbytes;
   }
-  if (auto ft = f->opt_int("general.file_type")) m.dtype = file_type_name(*ft);
+  if (auto ft = f->opt_int("general.file_type")) m.dtype = gguf::file_type_name(*ft);
   if (m.dtype.empty() && !bytes_by_type.empty())
     m.dtype = std::max_element(bytes_by_type.begin(), bytes_by_type.end(), [](const auto& a, const auto& b) {
                 return a.second < b.second;

@@ -1,4 +1,4 @@
-// io/hub_download.cpp — one file from the Hugging Face hub into the shared cache layout (libcurl).
+// hub/hub_download.cpp — one file from the Hugging Face hub into the shared cache layout (libcurl).
 //
 // The protocol is the one huggingface_hub's hf_hub_download speaks:
 //   1. HEAD {endpoint}/{repo}/resolve/{revision}/{file}, not following absolute redirects (an LFS
@@ -29,7 +29,7 @@
 #include <map>
 #include <memory>
 
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 #include "toy/io/output_file.h"
 
 namespace toy::hub {

@@ -1,4 +1,4 @@
-// io/hub.h — where GGUF models live on this machine, and how to fetch one from the Hugging Face hub.
+// hub/hub.h — where GGUF models live on this machine, and how to fetch one from the Hugging Face hub.
 //
 // Discovery (`toy list`) reads the layouts other tools write, without changing them:
 //   Hugging Face cache  $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
@@ -78,9 +78,6 @@ Scan scan();
 
 // Reads one GGUF's summary; throws (gguf::GgufError, std::runtime_error) when it cannot.
 FoundModel describe_file(const std::string& path);
-
-// llama.cpp's name of a general.file_type value ("Q4_K_M"); "" for an unknown value.
-std::string file_type_name(int64_t file_type);
 
 // ---------------------------------------------------------------------------------------
 // Download.
