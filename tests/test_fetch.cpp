@@ -21,8 +21,8 @@
 #include <thread>
 
 #include "fixtures.h"
-#include "toy/io/gguf.h"
 #include "toy/hub/hub.h"
+#include "toy/io/gguf.h"
 
 namespace fs = std::filesystem;
 using Env = toy::test::ScopedEnv;
