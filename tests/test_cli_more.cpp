@@ -209,6 +209,37 @@ TEST(CliManifest, FlagsParseAsDeclared) {
     }
 }
 
+TEST(CliManifest, FloatFlagsAreFinite) {
+  // nan, inf and values beyond float32 (1e39) parse as numbers, and compare false with every range
+  // check after: the flag parser refuses them, for every float flag of every command.
+  const auto m = manifest();
+  int checked = 0;
+  for (const auto& c : m["commands"])
+    for (const auto& f : c["flags"]) {
+      if (f["type"] != "float") continue;
+      for (const char* v : {"nan", "-inf", "1e39"}) {
+        auto r = run_toy(c["name"].get<std::string>() + " " + f["name"].get<std::string>() + " " + v);
+        EXPECT_EQ(r.code, 2) << c["name"] << " " << f["name"] << " " << v << ": " << r.err;
+        EXPECT_NE(r.err.find("finite number"), std::string::npos) << r.err;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(CliExitCodes, InferRangesAndContextLimit) {
+  // The embedded default model: --ctx beyond its context was std::bad_alloc (exit 1).
+  auto ctx = run_toy("infer --ids 1,2 -n 1 --ctx 1099511627776");
+  EXPECT_EQ(ctx.code, 2) << ctx.err;
+  EXPECT_NE(ctx.err.find("exceeds the model's context of"), std::string::npos) << ctx.err;
+  for (const char* bad : {"--repeat-last-n -1", "--repeat-last-n 4294967296", "--top-k -1", "--top-k 4294967296",
+                          "--temp -0.5", "--top-p 0", "--min-p 2", "--repeat-penalty 0"}) {
+    auto r = run_toy(std::string("infer --ids 1,2 -n 1 ") + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+  }
+  EXPECT_EQ(run_toy("infer --ids 1,2 -n 1 --repeat-last-n 0 --temp 0").code, 0);
+}
+
 TEST(CliExitCodes, EachCodeWhereDocumented) {
   EXPECT_EQ(run_toy("--help").code, 0);
   EXPECT_EQ(run_toy("").code, 2);  // no command: the overview, as a usage error

@@ -14,14 +14,15 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "fixtures.h"
+#include "toy/hub/hub.h"
 #include "toy/io/gguf.h"
-#include "toy/io/hub.h"
 
 namespace fs = std::filesystem;
 using Env = toy::test::ScopedEnv;
@@ -53,9 +54,17 @@ struct FakeHub {
   int port = 0;
   std::string model = model_bytes();
   std::string config = "{\"model_type\": \"llama\"}\n";
-  std::string announced_sha = toy::hub::sha256_hex(model);  // what X-Linked-Etag claims
-  std::string token;                                        // required bearer token ("" = open)
-  std::atomic<int> drops{0};                                // CDN requests to cut short
+  std::string announced_sha = toy::hub::sha256_hex(model);                // what X-Linked-Etag claims
+  std::string token;                                                      // required bearer token ("" = open)
+  std::string commit = kCommit;                                           // what X-Repo-Commit claims
+  std::string git_etag = "\"5d41402abc4b2a76b9719d911017c592aaaaaaaa\"";  // config.json's ETag header
+  std::atomic<int> drops{0};                                              // CDN requests to cut short
+  std::atomic<int> slow_ms{0};                                            // CDN: pause between 1 KiB pieces
+  std::atomic<int> cdn_status{0};                                         // CDN: answer with this error status
+  int64_t size_delta = 0;                                                 // X-Linked-Size = model size + this
+  std::string redirect_to;                                                // resolve: 302 to this origin, without facts
+  std::string cdn_base;                                                   // origin of the CDN URL ("" = this server)
+  std::vector<std::string> auths;                                         // Authorization header of every request
   std::atomic<int> cdn_requests{0}, head_requests{0};
   std::mutex mu;
   std::vector<std::string> ranges;  // Range headers the CDN saw
@@ -63,6 +72,15 @@ struct FakeHub {
   FakeHub() {
     svr.Get(R"(/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.method == "HEAD") ++head_requests;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        auths.push_back(req.get_header_value("Authorization"));
+      }
+      if (!redirect_to.empty()) {  // a renamed repository: the facts are at the new place
+        res.status = 302;
+        res.set_header("Location", redirect_to + req.path);
+        return;
+      }
       const std::string repo = req.matches[1].str() + "/" + req.matches[2].str(), rev = req.matches[3],
                         file = req.matches[4];
       if (!token.empty() && req.get_header_value("Authorization") != "Bearer " + token) {
@@ -75,16 +93,23 @@ struct FakeHub {
         res.set_header("X-Error-Code", "RepoNotFound");
         return;
       }
-      res.set_header("X-Repo-Commit", kCommit);
+      res.set_header("X-Repo-Commit", commit);
       if (file == "model.gguf") {
         res.status = 302;
         res.set_header("X-Linked-Etag", "\"" + announced_sha + "\"");
-        res.set_header("X-Linked-Size", std::to_string(model.size()));
+        res.set_header("X-Linked-Size", std::to_string(int64_t(model.size()) + size_delta));
         res.set_header("ETag", "\"abcdef\"");
-        res.set_header("Location", "/cdn/" + announced_sha);
+        res.set_header("Location", cdn_base + "/cdn/" + announced_sha);
       } else if (file == "config.json") {
-        res.set_header("ETag", "\"5d41402abc4b2a76b9719d911017c592aaaaaaaa\"");  // git blob sha1: no sha256 check
+        res.set_header("ETag", git_etag);  // git blob sha1: no sha256 check
         res.set_content(config, "application/json");
+      } else if (file == "chunked.txt") {  // no size, a git ETag: nothing to verify a body against
+        res.set_header("ETag", git_etag);
+        res.set_chunked_content_provider("text/plain", [](size_t, httplib::DataSink& sink) {
+          sink.write("cut short", 9);
+          sink.done();
+          return true;
+        });
       } else {
         res.status = 404;
         res.set_header("X-Error-Code", "EntryNotFound");
@@ -96,6 +121,12 @@ struct FakeHub {
       {
         std::lock_guard<std::mutex> l(mu);
         ranges.push_back(req.get_header_value("Range"));
+        auths.push_back(req.get_header_value("Authorization"));
+      }
+      if (cdn_status != 0) {
+        res.status = cdn_status;
+        res.set_content("denied", "text/plain");
+        return;
       }
       const bool drop = drops > 0 && drops-- > 0;
       res.set_content_provider(model.size(), "application/octet-stream",
@@ -103,6 +134,10 @@ struct FakeHub {
                                  if (drop) {  // a third of what was asked, then the connection goes away
                                    sink.write(model.data() + offset, length / 3);
                                    return false;
+                                 }
+                                 if (slow_ms > 0) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+                                   length = std::min<size_t>(length, 1024);
                                  }
                                  sink.write(model.data() + offset, length);
                                  return true;
@@ -291,6 +326,164 @@ TEST_F(FetchTest, BadArguments) {
   EXPECT_EQ(run_toy("fetch org/tiny model.gguf --retries x").code, 2);
   EXPECT_EQ(run_toy("fetch org/tiny ../../x").code, 2);
   EXPECT_EQ(hub.head_requests.load(), 0);
+}
+
+// Every file under `dir`, relative, sorted: what a run left behind.
+std::vector<std::string> tree(const fs::path& dir) {
+  std::vector<std::string> r;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); ++it)
+    r.push_back(fs::relative(it->path(), dir).string());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+TEST_F(FetchTest, HostileCommitHeaderIsRefused) {
+  // The commit names snapshots/<commit>/: a path there would put the file (link) anywhere.
+  const fs::path outside = cache.parent_path() / ("toy_fetch_escape_" + std::to_string(::getpid()));
+  fs::remove_all(outside);
+  for (const std::string& commit : {"../../../" + outside.filename().string(), outside.string(), std::string("main"),
+                                    std::string(kCommit.substr(0, 39)) + "/", std::string(kCommit) + "0"}) {
+    hub.commit = commit;
+    auto r = run_toy("fetch org/tiny config.json");
+    EXPECT_EQ(r.code, 4) << commit << ": " << r.err;
+    EXPECT_NE(r.err.find("X-Repo-Commit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("40 hex digits"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(outside)) << commit;
+    EXPECT_FALSE(fs::exists(repo_dir() / "snapshots")) << commit;
+  }
+}
+
+TEST_F(FetchTest, HostileEtagIsRefusedWithoutDebris) {
+  for (const std::string& etag : {"\"..\"", "\".\"", "\"../../x\"", "\"/tmp/x\"", "\"a/b\"", "\"\""}) {
+    hub.git_etag = etag;
+    auto r = run_toy("fetch org/tiny config.json");
+    EXPECT_EQ(r.code, 4) << etag << ": " << r.err;
+    EXPECT_NE(r.err.find("ETag"), std::string::npos) << r.err;
+    EXPECT_EQ(tree(cache), std::vector<std::string>{}) << etag;
+  }
+}
+
+TEST_F(FetchTest, HostileRevisionIsAUsageError) {
+  const fs::path outside = cache.parent_path() / ("toy_fetch_rev_" + std::to_string(::getpid()));
+  for (const std::string& rev : {outside.string(), std::string("../../x"), std::string("refs/../../x"),
+                                 std::string("a//b"), std::string("."), std::string("a\\..\\b"), std::string("")}) {
+    auto r = run_toy("fetch org/tiny config.json --revision '" + rev + "'");
+    EXPECT_EQ(r.code, 2) << rev << ": " << r.err;
+    EXPECT_NE(r.err.find("not a revision"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(hub.head_requests.load(), 0);
+  EXPECT_FALSE(fs::exists(outside));
+  // The library checks as well, NUL included (which a command line cannot carry).
+  toy::hub::FetchOptions o;
+  o.cache_dir = cache.string();
+  o.endpoint = hub.endpoint();
+  o.revision = std::string("main\0/../../x", 14);
+  EXPECT_THROW(toy::hub::fetch("org/tiny", "config.json", o), toy::hub::HubError);
+  o.revision = "main";
+  EXPECT_THROW(toy::hub::fetch("org/tiny", std::string("config.json\0", 12), o), toy::hub::HubError);
+  EXPECT_EQ(hub.head_requests.load(), 0);
+  // Branch names with slashes and pull-request refs stay valid.
+  EXPECT_NO_THROW(toy::hub::check_revision("refs/pr/1"));
+  EXPECT_NO_THROW(toy::hub::check_revision("feature/x.y-z"));
+}
+
+TEST_F(FetchTest, ConcurrentFetchesOfOneBlob) {
+  // Two processes fetch the same file at once: the second waits for the first's lock and finds
+  // the blob done; without the lock both appended to one .incomplete file.
+  hub.slow_ms = 10;
+  // One shell runs both, the first in the background; each file gets the stderr, then the exit code.
+  const std::string out = cache.string() + "_run",
+                    fetch = toy::test::toy_bin() + " fetch org/tiny model.gguf >/dev/null";
+  ASSERT_EQ(std::system(("(" + fetch + " 2>" + out + "_a; echo $? >>" + out + "_a) & " + fetch + " 2>" + out +
+                         "_b; echo $? >>" + out + "_b; wait")
+                            .c_str()),
+            0);
+  const std::string a = read_text(out + "_a"), b = read_text(out + "_b");
+  fs::remove(out + "_a");
+  fs::remove(out + "_b");
+  const auto exit_code = [](const std::string& log) { return log.substr(log.rfind('\n', log.size() - 2) + 1); };
+  EXPECT_EQ(exit_code(a), "0\n") << a;
+  EXPECT_EQ(exit_code(b), "0\n") << b;
+  EXPECT_EQ(read_text(blob()), hub.model);
+  EXPECT_EQ(hub.cdn_requests.load(), 1);
+  EXPECT_NE((a + b).find("cached"), std::string::npos) << a << b;
+  EXPECT_FALSE(fs::exists(blob().string() + ".incomplete"));
+}
+
+TEST_F(FetchTest, ChecksumIsOfTheFileOnDisk) {
+  // A resumed download whose earlier bytes were damaged on disk: the stream is right, the file is
+  // not, and the file is what gets used.
+  hub.drops = 1;
+  ASSERT_EQ(run_toy("fetch org/tiny model.gguf --retries 0").code, 4);
+  const fs::path part = blob().string() + ".incomplete";
+  ASSERT_TRUE(fs::exists(part));
+  {
+    std::fstream f(part, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);
+    f.put('X');
+  }
+  auto r = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("sha256 mismatch"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(blob()));
+}
+
+TEST_F(FetchTest, TokenStaysWithTheHubOnRedirects) {
+  // The HEAD follows a redirect without facts (a renamed repository) by hand, and the GET follows
+  // the hub's redirect to a CDN: neither may carry HF_TOKEN to another origin (here: another port).
+  FakeHub other;
+  hub.redirect_to = other.endpoint();
+  env.set("HF_TOKEN", "hf_secret");
+  auto r = run_toy("fetch org/tiny model.gguf");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_text(trim(r.out)), other.model);
+  ASSERT_FALSE(hub.auths.empty());
+  for (const auto& a : hub.auths) EXPECT_EQ(a, "Bearer hf_secret");
+  ASSERT_GE(other.auths.size(), 2u);  // HEAD, GET (and the CDN)
+  for (const auto& a : other.auths) EXPECT_EQ(a, "") << "the token went to another host";
+
+  // The hub answers itself, its CDN is elsewhere.
+  fs::remove_all(cache);
+  hub.redirect_to.clear();
+  hub.cdn_base = other.endpoint();
+  other.auths.clear();
+  hub.auths.clear();
+  const int cdn_before = other.cdn_requests;
+  auto cdn = run_toy("fetch org/tiny model.gguf");
+  ASSERT_EQ(cdn.code, 0) << cdn.err;
+  EXPECT_EQ(other.cdn_requests - cdn_before, 1);
+  for (const auto& a : other.auths) EXPECT_EQ(a, "") << "the token went to the CDN";
+  for (const auto& a : hub.auths) EXPECT_EQ(a, "Bearer hf_secret");
+}
+
+TEST_F(FetchTest, MoreBytesThanAnnouncedAreCutOff) {
+  hub.size_delta = -1000;  // the body goes on past the announced size
+  auto r = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("more than the " + std::to_string(hub.model.size() - 1000) + " bytes"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(blob()));
+  EXPECT_FALSE(fs::exists(blob().string() + ".incomplete"));
+}
+
+TEST_F(FetchTest, NothingToVerifyAgainstIsRefused) {
+  auto r = run_toy("fetch org/tiny chunked.txt");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("neither the size nor the sha256"), std::string::npos) << r.err;
+  EXPECT_EQ(tree(cache), std::vector<std::string>{});
+}
+
+TEST_F(FetchTest, HttpErrorsLeaveNoEmptyPartialFile) {
+  hub.cdn_status = 403;
+  auto r = run_toy("fetch org/tiny model.gguf");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_FALSE(fs::exists(blob().string() + ".incomplete"));
+  hub.cdn_status = 500;
+  EXPECT_EQ(run_toy("fetch org/tiny model.gguf").code, 4);
+  EXPECT_FALSE(fs::exists(blob().string() + ".incomplete"));
+  // An empty FILE is a usage error, before any request.
+  EXPECT_EQ(run_toy("fetch org/tiny ''").code, 2);
 }
 
 TEST(Sha256, KnownVectors) {

@@ -5,15 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
+#include "toy/hub/hub.h"
 #include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
-#include "toy/io/hub.h"
 
 namespace fs = std::filesystem;
 using Env = toy::test::ScopedEnv;
@@ -248,4 +249,48 @@ TEST(List, DescribeFileSummary) {
   EXPECT_EQ(s.parameters, 12u);
   EXPECT_EQ(toy::gguf::file_type_name(15), "Q4_K_M");
   EXPECT_EQ(toy::gguf::file_type_name(999), "");
+}
+
+TEST(List, HostileMetadataIsSanitized) {
+  // Metadata and file names are not UTF-8 or carry terminal escapes: JSON output replaces invalid
+  // bytes with U+FFFD (it failed entirely), text output shows control characters escaped.
+  FakeMachine m;
+  const std::string name =
+      "\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+      "31m bad \xff\xfe name";
+  const fs::path dir = m.root / "hostile", file = dir / "evil\x1b[31m.gguf";
+  fs::create_directories(dir);
+  static const float w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  toy::gguf::GgufWriter g;
+  g.set("general.architecture", toy::gguf::Value::of_string("llama\xff"));
+  g.set("general.name", toy::gguf::Value::of_string(name));
+  g.set("llama\xff.context_length", toy::gguf::Value::of_u32(8));
+  g.add_tensor("token_embd.weight\x1b[0m", {2, 4}, toy::DType::F32, w);
+  g.write(file.string());
+  const auto no_controls = [](const std::string& s) {
+    return std::none_of(s.begin(), s.end(), [](char c) { return c == '\x1b' || c == '\x07'; }) &&
+           s.find("\xc2\x9b") == std::string::npos;
+  };
+
+  auto j = list_json(" --dir " + dir.string());
+  ASSERT_EQ(j["models"].size(), 1u);
+  EXPECT_EQ(j["models"][0]["architecture"], "llama\xef\xbf\xbd");
+  auto t = run_toy("list --dir '" + dir.string() + "'");
+  EXPECT_EQ(t.code, 0) << t.err;
+  EXPECT_TRUE(no_controls(t.out)) << t.out;
+  EXPECT_NE(t.out.find("evil\\x1b[31m.gguf"), std::string::npos) << t.out;
+
+  auto dj = run_toy("describe '" + file.string() + "' --json");
+  ASSERT_EQ(dj.code, 0) << dj.err;
+  const auto d = nlohmann::json::parse(dj.out);
+  EXPECT_EQ(d["name"],
+            "\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+            "31m bad \xef\xbf\xbd\xef\xbf\xbd name");
+  EXPECT_EQ(d["architecture"], "llama\xef\xbf\xbd");
+  auto dt = run_toy("describe '" + file.string() + "'");
+  ASSERT_EQ(dt.code, 0) << dt.err;
+  EXPECT_TRUE(no_controls(dt.out)) << dt.out;
+  EXPECT_NE(dt.out.find("(\\x1b]0;pwned\\x07\\x1b[2J\\u009b31m bad \xef\xbf\xbd\xef\xbf\xbd name)"), std::string::npos)
+      << dt.out;
+  EXPECT_NE(dt.out.find("token_embd.weight\\x1b[0m"), std::string::npos) << dt.out;
 }

@@ -141,6 +141,24 @@ TEST(New, BadNamesAndExistingDirectories) {
   fs::remove_all(root);
 }
 
+TEST(New, NamesThatMakeBrokenProjectsAreRefused) {
+  // Each was accepted and made a project that does not configure (a reserved CMake target, toy's
+  // own package) or does not compile (a C++ keyword or reserved name as the namespace).
+  const fs::path root = scratch("reserved");
+  for (const char* name : {"all", "test", "install", "clean", "help", "package", "toy", "int", "class", "and",
+                           "namespace", "co_await", "std", "double-underscore__x", "a--b", "new", "sub/dir/int"}) {
+    auto r = toy_new_in(root, name);
+    EXPECT_EQ(r.code, 2) << name << ": " << r.err;
+    EXPECT_NE(r.err.find("cannot name a project"), std::string::npos) << name << ": " << r.err;
+  }
+  EXPECT_TRUE(fs::is_empty(root));
+  // Near misses stay valid: a keyword inside a name, a reserved target in another case.
+  EXPECT_EQ(toy_new_in(root, "integer").code, 0);
+  EXPECT_EQ(toy_new_in(root, "my-test").code, 0);
+  EXPECT_EQ(toy_new_in(root, "Toy2").code, 0);
+  fs::remove_all(root);
+}
+
 TEST(Install, CheckOnlyReportsTheMachine) {
   auto r = run_toy("install --check");
   ASSERT_EQ(r.code, 0) << r.out << r.err;

@@ -2,8 +2,10 @@
 #include "cli/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "toy/engines/events.h"
@@ -59,10 +61,12 @@ double Args::number(const std::string& f) const {
   try {
     size_t used = 0;
     double x = std::stod(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
+    // No "nan", "inf" or 1e999; the flags are float32 parameters, so nothing beyond float's range either.
+    if (used != v.size() || !std::isfinite(x) || std::abs(x) > std::numeric_limits<float>::max())
+      throw std::invalid_argument(v);
     return x;
   } catch (const std::exception&) {
-    throw UsageError("--" + f + ": expected a number, got '" + v + "'");
+    throw UsageError("--" + f + ": expected a finite number, got '" + v + "'");
   }
 }
 bool Args::flag(const std::string& f) const { return str(f) == "true"; }

@@ -1,9 +1,12 @@
 // cli/cmd_describe.cpp — `toy describe MODEL`: what is inside a GGUF file.
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "toy/cards/card.h"
 #include "toy/io/gguf.h"
 
@@ -58,7 +61,7 @@ uint64_t parameter_count(const GgufFile& f) {
 int describe_card(const std::string& path, const Args& a) {
   try {
     const card::Card c = card::load(path);
-    std::cout << (a.flag("json") ? card::to_json(c).dump(2) + "\n" : card::render(c));
+    std::cout << (a.flag("json") ? json_text(card::to_json(c)) + "\n" : for_terminal(card::render(c), true));
   } catch (const card::CardError& e) {
     throw InputError(e.what());
   }
@@ -72,7 +75,7 @@ int run(const Args& a) {
   if (a.flag("card")) {  // with --json: the configuration the card holds
     try {
       const card::Card c = card::from_gguf(*f);
-      std::cout << (a.flag("json") ? card::to_json(c).dump(2) + "\n" : card::render(c));
+      std::cout << (a.flag("json") ? json_text(card::to_json(c)) + "\n" : for_terminal(card::render(c), true));
     } catch (const card::CardError& e) {
       throw InputError(e.what());
     }
@@ -107,41 +110,45 @@ int run(const Args& a) {
     for (const auto& t : f->tensors())
       ts.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", std::string(name(t.dtype))}, {"bytes", t.nbytes}});
     j["tensors"] = ts;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kOk;
   }
 
-  std::cout << path << "\n  GGUF v" << f->version() << ", " << human_bytes(f->file_size()) << ", "
-            << f->tensors().size() << " tensors, " << parameter_count(*f) << " parameters\n";
-  std::cout << "\narchitecture: " << (arch.empty() ? "(none)" : arch);
-  if (auto n = f->opt_string("general.name")) std::cout << "  (" << *n << ")";
-  std::cout << "\n";
+  std::ostringstream out;
+  out << path << "\n  GGUF v" << f->version() << ", " << human_bytes(f->file_size()) << ", " << f->tensors().size()
+      << " tensors, " << parameter_count(*f) << " parameters\n";
+  out << "\narchitecture: " << (arch.empty() ? "(none)" : arch);
+  if (auto n = f->opt_string("general.name")) out << "  (" << *n << ")";
+  out << "\n";
   bool any = false;
   for (const auto& [k, v] : f->metadata())
     if (!arch.empty() && k.rfind(arch + ".", 0) == 0) {
-      if (!any) std::cout << "\nhyper-parameters:\n";
+      if (!any) out << "\nhyper-parameters:\n";
       any = true;
-      std::cout << "  " << k.substr(arch.size() + 1) << " = " << v.to_display() << "\n";
+      out << "  " << k.substr(arch.size() + 1) << " = " << v.to_display() << "\n";
     }
-  std::cout << "\ntokenizer: ";
+  out << "\ntokenizer: ";
   if (tok.model.empty())
-    std::cout << "(none)\n";
+    out << "(none)\n";
   else {
-    std::cout << tok.model << (tok.pre.empty() ? "" : " / " + tok.pre) << ", " << tok.n_vocab << " tokens\n";
-    for (const auto& [role, id] : tok.specials) std::cout << "  " << role << ": " << id << "\n";
-    if (f->has("tokenizer.chat_template")) std::cout << "  chat template: yes\n";
+    out << tok.model << (tok.pre.empty() ? "" : " / " + tok.pre) << ", " << tok.n_vocab << " tokens\n";
+    for (const auto& [role, id] : tok.specials) out << "  " << role << ": " << id << "\n";
+    if (f->has("tokenizer.chat_template")) out << "  chat template: yes\n";
   }
   if (!f->tensors().empty()) {
-    std::cout << "\ntensors:\n";
+    out << "\ntensors:\n";
     size_t w = 4;
     for (const auto& t : f->tensors()) w = std::max(w, t.name.size());
-    std::printf("  %-*s  %-20s  %-5s  %s\n", int(w), "name", "shape", "dtype", "bytes");
-    std::fflush(stdout);
-    for (const auto& t : f->tensors()) {
-      std::printf("  %-*s  %-20s  %-5s  %llu\n", int(w), t.name.c_str(), to_string(t.shape).c_str(),
-                  std::string(name(t.dtype)).c_str(), (unsigned long long)t.nbytes);
-    }
+    out << std::left << "  " << std::setw(int(w)) << "name"
+        << "  " << std::setw(20) << "shape"
+        << "  " << std::setw(5) << "dtype"
+        << "  bytes\n";
+    for (const auto& t : f->tensors())
+      out << "  " << std::setw(int(w)) << t.name << "  " << std::setw(20) << to_string(t.shape) << "  " << std::setw(5)
+          << name(t.dtype) << "  " << t.nbytes << "\n";
   }
+  // Names, values and pieces come from the file: printed with their control characters escaped.
+  std::cout << for_terminal(out.str(), /*multiline=*/true);
   return kOk;
 }
 

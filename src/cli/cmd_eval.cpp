@@ -19,6 +19,7 @@
 
 #include "cli/common.h"
 #include "toy/engines/eval.h"
+#include "toy/io/output_file.h"
 
 namespace toy::cli {
 namespace {
@@ -53,12 +54,9 @@ std::string piece_or_empty(const Tokenizer* t, int32_t id) {
 }
 
 void write_logits(const std::string& path, const Tensor& logits) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error(path + ": cannot write");
-  const bool ok = std::fwrite(logits.data(), 4, size_t(logits.numel()), f) == size_t(logits.numel());
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error(path + ": write failed");
+  write_output_file(path, [&](std::FILE* f) {
+    return std::fwrite(logits.data(), 4, size_t(logits.numel()), f) == size_t(logits.numel());
+  });
 }
 
 int score_sequence(const Args& a, const Loaded& l) {

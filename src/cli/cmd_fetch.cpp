@@ -1,11 +1,10 @@
 // cli/cmd_fetch.cpp — `toy fetch REPO FILE`: download one file from the Hugging Face hub into its cache.
 #include <unistd.h>
 
-#include <filesystem>
 #include <iostream>
 
 #include "cli/cli.h"
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 
 namespace toy::cli {
 namespace {
@@ -18,14 +17,13 @@ int run(const Args& a) {
   o.retries = int(a.integer("retries"));
   if (o.retries < 0 || o.retries > 100) throw UsageError("--retries must be between 0 and 100");
   o.progress = !a.flag("quiet") && ::isatty(2);
-  try {
-    hub::repo_folder(repo);  // a malformed id is a usage error, before any network traffic
+  try {  // malformed names are usage errors, before any network traffic
+    hub::repo_folder(repo);
+    hub::check_file_path(file);
+    hub::check_revision(o.revision);
   } catch (const hub::HubError& e) {
     throw UsageError(e.what());
   }
-  for (const auto& part : std::filesystem::path(file))
-    if (part == ".." || part == "." || file.front() == '/')
-      throw UsageError("'" + file + "' is not a file path inside a repository");
   hub::FetchResult r;
   try {
     r = hub::fetch(repo, file, o);

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 
@@ -38,20 +39,24 @@ int run(const Args& a) {
   long long n_ctx = a.integer("ctx");
   if (n_ctx < 0) throw UsageError("--ctx must be ≥ 0");
   if (n_ctx == 0) n_ctx = std::min<long long>(cfg.n_ctx, 4096);
+  if (n_ctx > cfg.n_ctx)  // the KV cache is sized by it: beyond the model's context it only costs memory
+    throw UsageError("--ctx " + std::to_string(n_ctx) + " exceeds the model's context of " + std::to_string(cfg.n_ctx));
   if (int64_t(prompt.size()) > n_ctx)
     throw UsageError("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the context of " +
                      std::to_string(n_ctx) + " (see --ctx; the model was trained with " + std::to_string(cfg.n_ctx) +
                      ")");
 
+  const long long top_k = a.integer("top-k"), repeat_last_n = a.integer("repeat-last-n");
+  if (top_k < 0 || top_k > INT32_MAX || repeat_last_n < 0 || repeat_last_n > INT32_MAX)
+    throw UsageError("--top-k and --repeat-last-n must be between 0 and " + std::to_string(INT32_MAX));
   SamplerConfig sc{.temperature = float(a.number("temp")),
-                   .top_k = int(a.integer("top-k")),
+                   .top_k = int(top_k),
                    .top_p = float(a.number("top-p")),
                    .min_p = float(a.number("min-p")),
                    .repeat_penalty = float(a.number("repeat-penalty")),
-                   .repeat_last_n = int(a.integer("repeat-last-n"))};
-  if (sc.temperature < 0 || sc.top_k < 0 || sc.top_p <= 0 || sc.top_p > 1 || sc.min_p < 0 || sc.min_p > 1 ||
-      sc.repeat_penalty <= 0)
-    throw UsageError("sampling: need --temp ≥ 0, --top-k ≥ 0, 0 < --top-p ≤ 1, 0 ≤ --min-p ≤ 1, --repeat-penalty > 0");
+                   .repeat_last_n = int(repeat_last_n)};
+  if (sc.temperature < 0 || sc.top_p <= 0 || sc.top_p > 1 || sc.min_p < 0 || sc.min_p > 1 || sc.repeat_penalty <= 0)
+    throw UsageError("sampling: need --temp ≥ 0, 0 < --top-p ≤ 1, 0 ≤ --min-p ≤ 1, --repeat-penalty > 0");
   const long long seed = a.integer("seed");
   sc.seed = seed >= 0 ? uint64_t(seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 

@@ -14,7 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/new_templates.h"
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"

@@ -5,7 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
-#include "toy/io/hub.h"
+#include "cli/common.h"
+#include "toy/hub/hub.h"
 
 namespace toy::cli {
 namespace {
@@ -61,12 +62,13 @@ int run(const Args& a) {
     j["searched"] = nlohmann::ordered_json::array();
     for (const auto& l : where)
       j["searched"].push_back({{"source", l.source}, {"dir", l.dir}, {"exists", std::filesystem::is_directory(l.dir)}});
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kOk;
   }
 
   if (!a.flag("quiet"))
-    for (const auto& k : s.skipped) std::cerr << "note: skipped " << k.path << ": " << k.reason << "\n";
+    for (const auto& k : s.skipped)
+      std::cerr << "note: skipped " << for_terminal(k.path) << ": " << for_terminal(k.reason) << "\n";
   if (s.models.empty()) {
     std::cerr << "no GGUF models found; looked in:\n";
     for (const auto& l : where)
@@ -75,15 +77,19 @@ int run(const Args& a) {
     std::cerr << "get one with: toy fetch ORG/NAME FILE.gguf\n";
     return kOk;
   }
+  // Names, paths and metadata come from files: shown with their control characters escaped.
+  std::vector<hub::FoundModel> shown = s.models;
+  for (auto& m : shown)
+    for (std::string* field : {&m.name, &m.architecture, &m.dtype, &m.path}) *field = for_terminal(*field);
   size_t wn = 4, wa = 4, wd = 5;
-  for (const auto& m : s.models) {
+  for (const auto& m : shown) {
     wn = std::max(wn, m.name.size());
     wa = std::max(wa, m.architecture.size());
     wd = std::max(wd, m.dtype.size());
   }
   std::printf("%-*s  %-8s  %-*s  %7s  %-*s  %10s  %s\n", int(wn), "NAME", "SOURCE", int(wa), "ARCH", "PARAMS", int(wd),
               "DTYPE", "SIZE", "PATH");
-  for (const auto& m : s.models)
+  for (const auto& m : shown)
     std::printf("%-*s  %-8s  %-*s  %7s  %-*s  %10s  %s\n", int(wn), m.name.c_str(), m.source.c_str(), int(wa),
                 m.architecture.c_str(), human_count(m.parameters).c_str(), int(wd), m.dtype.c_str(),
                 human_bytes(m.bytes).c_str(), m.path.c_str());

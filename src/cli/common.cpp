@@ -1,6 +1,7 @@
 // cli/common.cpp — shared helpers for the commands.
 #include "cli/common.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "toy/kernels/kernels.h"
@@ -62,6 +63,50 @@ DType kv_type(const Args& a) {
   if (t == "f32") return DType::F32;
   if (t == "f16") return DType::F16;
   throw UsageError("--kv-type must be f32 or f16");
+}
+
+std::string for_terminal(std::string_view text, bool multiline) {
+  std::string out;
+  out.reserve(text.size());
+  const auto escape = [&](const char* format, unsigned value) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, format, value);
+    out += buf;
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = [&](size_t k) { return i + k < text.size() ? uint8_t(text[i + k]) : uint8_t(0); };
+    const uint8_t c = byte(0);
+    if (c < 0x80) {  // ASCII
+      if ((c < 0x20 && !(multiline && (c == '\n' || c == '\t'))) || c == 0x7f)
+        escape("\\x%02x", c);
+      else
+        out += char(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, then continuation bytes 10xxxxxx, no
+    // overlong forms, no surrogates, nothing past U+10FFFF.
+    const size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    uint32_t cp = n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; ++k) {
+      ok = (byte(k) & 0xc0) == 0x80;
+      cp = cp << 6 | (byte(k) & 0x3f);
+    }
+    ok = ok && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+         !(cp >= 0xd800 && cp <= 0xdfff);
+    if (!ok) {
+      out += "\xef\xbf\xbd";  // U+FFFD for the lead byte; resynchronise on the next
+      ++i;
+    } else if (cp <= 0x9f) {  // C1 controls (U+0080..U+009F): CSI and OSC on some terminals
+      escape("\\u%04x", cp);
+      i += n;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
 }
 
 Flag threads_flag() { return {"threads", FlagType::Int, "0", "CPU threads (0: all cores, or $TOY_THREADS)", 't'}; }

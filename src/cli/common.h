@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/cli.h"
@@ -29,6 +30,17 @@ void apply_threads(const Args& a);
 
 // `--kv-type f32|f16`: the KV cache's dtype.
 DType kv_type(const Args& a);
+
+// `text` made safe to print on a terminal: control characters (C0, DEL, C1; with `multiline`,
+// '\n' and '\t' stay) are shown as \xNN or \uNNNN and invalid UTF-8 as U+FFFD, so that metadata in
+// a file cannot move the cursor, change colours or retitle the window.
+std::string for_terminal(std::string_view text, bool multiline = false);
+
+// JSON for stdout; strings from files need not be valid UTF-8: invalid bytes become U+FFFD.
+template <class Json>
+std::string json_text(const Json& j, int indent = 2) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
 
 // Common flag declarations.
 Flag threads_flag();

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "toy/io/output_file.h"
+
 namespace toy {
 
 namespace fs = std::filesystem;
@@ -25,19 +27,7 @@ std::string new_run_id(std::string_view recipe) {
   return std::string(buf) + "-" + std::string(recipe);
 }
 
-void write_file_atomic(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error(tmp + ": cannot create: " + std::strerror(errno));
-  const bool ok =
-      std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": write failed: " + why);
-  }
-}
+void write_file_atomic(const std::string& path, std::string_view text) { write_output_file(path, text); }
 
 std::string checkpoint_model_path(const std::string& run_dir, int64_t step) {
   return (fs::path(run_dir) / "weights" / ("step-" + std::to_string(step) + ".gguf")).string();

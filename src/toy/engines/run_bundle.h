@@ -22,7 +22,8 @@ namespace toy {
 // "20261130-034501-from-scratch": UTC date and time, then the recipe name.
 std::string new_run_id(std::string_view recipe);
 
-// Writes `text` to `path` through `<path>.tmp.<pid>` and a rename. Throws std::runtime_error.
+// Writes `text` to `path` by write_output_file's rules (io/output_file.h): a temporary
+// `<path>.tmp.<pid>.<n>` renamed into place. Throws std::runtime_error.
 void write_file_atomic(const std::string& path, std::string_view text);
 
 struct Checkpoint {

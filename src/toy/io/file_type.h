@@ -26,8 +26,9 @@ struct FileType {
 std::optional<FileType> file_type(std::string_view name);
 // Their names, for messages: "F32, F16, …".
 std::string_view file_type_names();
-// llama.cpp's name of any general.file_type value ("Q4_K_M"); "" for an unknown value.
-std::string file_type_name(int64_t file_type);
+// llama.cpp's name of any general.file_type value ("Q4_K_M" for 15), including those toy does
+// not write; "" for an unknown value.
+std::string file_type_name(int64_t general_file_type);
 
 // The dtype of tensor `name` of `shape` (PyTorch order) in a model of n_layer blocks; `tied`:
 // the model has no output.weight, token_embd serves as the output projection.

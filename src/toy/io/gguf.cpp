@@ -1,6 +1,8 @@
 // io/gguf.cpp — GGUF reader (validating, memory-mapped) and atomic writer.
 #include "toy/io/gguf.h"
 
+#include "toy/io/output_file.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "toy/io/output_file.h"
 
 namespace toy::gguf {
 
@@ -643,30 +647,20 @@ void GgufWriter::write(const std::string& path) const {
   }
   h.buf.resize((h.buf.size() + alignment - 1) / alignment * alignment, 0);
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error(tmp + ": cannot create: " + errno_text());
-  bool ok = std::fwrite(h.buf.data(), 1, h.buf.size(), f) == h.buf.size();
-  static const uint8_t zeros[64] = {};
-  uint64_t written = 0;
-  for (size_t k = 0; ok && k < tensors_.size(); ++k) {
-    ok = std::fwrite(tensors_[k].data, 1, size_t(sizes[k]), f) == sizes[k];
-    written = offsets[k] + sizes[k];
-    const uint64_t pad =
-        (k + 1 < tensors_.size() ? offsets[k + 1] : (written + alignment - 1) / alignment * alignment) - written;
-    for (uint64_t p = pad; ok && p > 0; p -= std::min<uint64_t>(p, 64))
-      ok = std::fwrite(zeros, 1, size_t(std::min<uint64_t>(p, 64)), f) == std::min<uint64_t>(p, 64);
-  }
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": write failed: " + errno_text());
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename into place: " + errno_text());
-  }
+  write_output_file(path, [&](std::FILE* f) {
+    bool ok = std::fwrite(h.buf.data(), 1, h.buf.size(), f) == h.buf.size();
+    static const uint8_t zeros[64] = {};
+    uint64_t written = 0;
+    for (size_t k = 0; ok && k < tensors_.size(); ++k) {
+      ok = std::fwrite(tensors_[k].data, 1, size_t(sizes[k]), f) == sizes[k];
+      written = offsets[k] + sizes[k];
+      const uint64_t pad =
+          (k + 1 < tensors_.size() ? offsets[k + 1] : (written + alignment - 1) / alignment * alignment) - written;
+      for (uint64_t p = pad; ok && p > 0; p -= std::min<uint64_t>(p, 64))
+        ok = std::fwrite(zeros, 1, size_t(std::min<uint64_t>(p, 64)), f) == std::min<uint64_t>(p, 64);
+    }
+    return ok;
+  });
 }
 
 GgufWriter copy_of(const GgufFile& in) {

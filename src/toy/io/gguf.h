@@ -166,7 +166,8 @@ class GgufWriter {
   // alive until write() returns.
   void add_tensor(std::string name, Shape shape, DType dtype, const void* data);
   void add_tensor(const std::string& name, const Tensor& t) { add_tensor(name, t.shape(), t.dtype(), t.raw()); }
-  void write(const std::string& path) const;  // throws std::runtime_error on I/O failure
+  // Writes by write_output_file's rules (io/output_file.h); throws std::runtime_error on I/O failure.
+  void write(const std::string& path) const;
 
  private:
   struct Pending {

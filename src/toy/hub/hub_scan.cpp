@@ -1,4 +1,4 @@
-// io/hub_scan.cpp — finding GGUF files in the Hugging Face cache, Ollama, LM Studio and ./models.
+// hub/hub_scan.cpp — finding GGUF files in the Hugging Face cache, Ollama, LM Studio and ./models.
 //
 // Every directory walk tolerates what real caches contain: symlinks into blobs/, broken links
 // left by an interrupted download, unreadable files, stray non-GGUF files and corrupt JSON. Such
@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "toy/hub/hub.h"
 #include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
-#include "toy/io/hub.h"
 
 namespace toy::hub {
 

@@ -1,17 +1,22 @@
-// io/hub_download.cpp — one file from the Hugging Face hub into the shared cache layout (libcurl).
+// hub/hub_download.cpp — one file from the Hugging Face hub into the shared cache layout (libcurl).
 //
 // The protocol is the one huggingface_hub's hf_hub_download speaks:
 //   1. HEAD {endpoint}/{repo}/resolve/{revision}/{file}, not following absolute redirects (an LFS
 //      file answers 302 to a CDN, and the facts are on that first answer): X-Repo-Commit is the
 //      commit, X-Linked-Etag (LFS: the sha256 of the bytes) or ETag names the blob, X-Linked-Size or
 //      Content-Length is its size.
-//   2. GET the same URL, following redirects, into blobs/<etag>.incomplete; an existing
-//      .incomplete is resumed with "Range: bytes=<have>-", and a dropped connection is retried
-//      the same way.
-//   3. Check the size, and the sha256 when the etag is one; then rename the blob into place,
-//      link snapshots/<commit>/<file> -> ../../blobs/<etag>, and write refs/<revision>.
+//   2. Lock the blob (.locks/<repo folder>/<etag>.lock, as huggingface_hub), so that a second
+//      download of it waits and then finds it done. GET the same URL, following redirects, into
+//      blobs/<etag>.incomplete; an existing .incomplete is resumed with "Range: bytes=<have>-",
+//      and a dropped connection is retried the same way.
+//   3. Check the size and, when the etag is one, the sha256 of the file on disk; then rename the
+//      blob into place, link snapshots/<commit>/<file> -> ../../blobs/<etag>, and write refs/<revision>.
+// Names from the server (commit, ETag) and from the caller (revision, file) are checked before
+// they become path components.
 // Every step that changes the cache is a rename, so a reader never sees a partial file.
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +29,8 @@
 #include <map>
 #include <memory>
 
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
+#include "toy/io/output_file.h"
 
 namespace toy::hub {
 
@@ -63,6 +69,33 @@ std::string quote(const std::string& s, bool keep_slash) {
     }
   }
   return r;
+}
+
+// A relative path of plain components: what may be joined under a directory of the cache.
+bool is_relative_path(const std::string& s) {
+  if (s.empty() || s.size() > 1024 || s.front() == '/') return false;
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f || c == '\\') return false;  // NUL, newlines, escapes; '\\' is a separator elsewhere
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find('/', start);
+    if (end == std::string::npos) end = s.size();
+    const std::string_view part(s.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+bool is_commit(const std::string& s) {  // the hub's commit ids: 40 lower-case hex digits
+  return s.size() == 40 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(c) || (c >= 'a' && c <= 'f'); });
+}
+
+bool is_etag(const std::string& s) {  // one path component (blobs/<etag>)
+  return !s.empty() && s.size() <= 128 && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 bool is_sha256(const std::string& s) {
@@ -117,9 +150,29 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// "scheme://host:port" of a URL, the port made explicit; "" when it does not parse. The token
+// belongs to the endpoint's origin and is sent to no other.
+std::string origin(const std::string& url) {
+  std::string r;
+  CURLU* u = curl_url();
+  char *scheme = nullptr, *host = nullptr, *port = nullptr;
+  if (u && curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+    r = lower(scheme) + "://" + lower(host) + ":" + port;
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(u);
+  return r;
+}
+
 void common_options(CurlHandle& c, const std::string& url, const FetchOptions& o, const std::string& token,
                     Response& r) {
   curl_easy_setopt(c.h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c.h, CURLOPT_PROTOCOLS_STR, "http,https");  // a redirect to file:// or ftp:// is refused
+  curl_easy_setopt(c.h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c.h, CURLOPT_USERAGENT, "toy/" TOY_VERSION);
   curl_easy_setopt(c.h, CURLOPT_CONNECTTIMEOUT, o.connect_timeout_s);
   // A stalled transfer (no byte for 30 s) counts as dropped, and is resumed.
@@ -129,7 +182,9 @@ void common_options(CurlHandle& c, const std::string& url, const FetchOptions& o
   curl_easy_setopt(c.h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c.h, CURLOPT_HEADERDATA, &r);
   c.header("Accept-Encoding: identity");  // the hub's sizes and hashes are of the raw bytes
-  // libcurl drops this header when a redirect leaves the host, so the CDN never sees the token.
+  // Only for `url` itself: libcurl drops a custom Authorization header when a redirect it follows
+  // changes the scheme, host or port (CURLOPT_UNRESTRICTED_AUTH off), so the CDN never sees the token.
+  curl_easy_setopt(c.h, CURLOPT_UNRESTRICTED_AUTH, 0L);
   if (!token.empty()) c.header("Authorization: Bearer " + token);
 }
 
@@ -172,10 +227,12 @@ struct Meta {
 Meta head(const std::string& url0, const FetchOptions& o, const std::string& token, const std::string& repo,
           const std::string& file, const std::string& rev) {
   std::string url = url0;
+  const std::string home = origin(url0);
   for (int hop = 0; hop < 6; ++hop) {
     CurlHandle c;
     Response r;
-    common_options(c, url, o, token, r);
+    // Redirects are followed by hand here: the token goes to the endpoint's origin, never elsewhere.
+    common_options(c, url, o, !home.empty() && origin(url) == home ? token : std::string(), r);
     curl_easy_setopt(c.h, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(c.h, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
@@ -202,9 +259,14 @@ Meta head(const std::string& url0, const FetchOptions& o, const std::string& tok
     if (m.commit.empty())
       throw HubError(HubError::Network,
                      url + ": the server sent no X-Repo-Commit header (is HF_ENDPOINT a Hugging Face hub?)");
+    // Both name directories in the cache: anything but the hub's forms could point outside it.
+    if (!is_commit(m.commit))
+      throw HubError(HubError::Network,
+                     url + ": the server sent X-Repo-Commit '" + m.commit + "', not a commit id (40 hex digits)");
     if (m.etag.empty()) throw HubError(HubError::Network, url + ": the server sent no ETag for the file");
-    if (m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
-      throw HubError(HubError::Network, url + ": unusable ETag '" + m.etag + "'");
+    if (!is_etag(m.etag))
+      throw HubError(HubError::Network, url + ": the server sent ETag '" + m.etag +
+                                            "', which cannot name a file (expected letters, digits, '-', '_', '.')");
     return m;
   }
   throw HubError(HubError::Network, url0 + ": too many redirects");
@@ -217,10 +279,10 @@ struct Transfer {
   std::string path;  // the .incomplete file
   CURL* h = nullptr;
   Response* r = nullptr;
-  uint64_t have = 0;  // bytes in the file (and hashed)
-  Sha256 hash;
+  uint64_t have = 0;  // bytes in the file
   bool started = false;
   bool restarted = false;  // the server ignored Range and sent everything
+  bool too_long = false;   // the server sent more than the announced size (and was cut off)
   // progress
   bool progress = false;
   std::string label;
@@ -234,7 +296,6 @@ void start_over(Transfer& t) {
   std::fflush(t.out);
   if (::ftruncate(::fileno(t.out), 0) != 0) throw HubError(HubError::Local, t.path + ": cannot truncate");
   t.have = 0;
-  t.hash = Sha256();
 }
 
 size_t on_body(char* data, size_t size, size_t n, void* user) {
@@ -252,8 +313,11 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     if (t->r->body.size() < 4096) t->r->body.append(data, std::min<size_t>(bytes, 4096));
     return bytes;
   }
-  if (!t->out || std::fwrite(data, 1, bytes, t->out) != bytes) return 0;  // aborts: CURLE_WRITE_ERROR
-  t->hash.update(data, bytes);
+  if (t->total >= 0 && t->have + bytes > uint64_t(t->total)) {  // a hostile server could fill the disk
+    t->too_long = true;
+    return 0;  // aborts: CURLE_WRITE_ERROR
+  }
+  if (!t->out || std::fwrite(data, 1, bytes, t->out) != bytes) return 0;
   t->have += bytes;
   return bytes;
 }
@@ -289,31 +353,9 @@ bool resumable(CURLcode rc) {
          rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_SEND_ERROR || rc == CURLE_HTTP2 || rc == CURLE_HTTP2_STREAM;
 }
 
-void download(const std::string& url, const FetchOptions& o, const std::string& token, const std::string& incomplete,
-              const Meta& m, const std::string& repo, const std::string& file, FetchResult& res) {
-  Transfer t;
-  t.path = incomplete;
-  t.progress = o.progress;
-  t.label = fs::path(file).filename().string();
-  t.total = m.size;
-  // Bytes of an earlier attempt count towards the hash.
-  {
-    std::error_code ec;
-    if (fs::exists(incomplete, ec)) {
-      std::ifstream in(incomplete, std::ios::binary);
-      std::vector<char> buf(1 << 20);
-      while (in) {
-        in.read(buf.data(), std::streamsize(buf.size()));
-        t.hash.update(buf.data(), size_t(in.gcount()));
-        t.have += uint64_t(in.gcount());
-      }
-      res.resumed = t.have > 0;
-    }
-  }
-  t.out = std::fopen(incomplete.c_str(), "ab");
-  if (!t.out) throw HubError(HubError::Local, incomplete + ": cannot write (" + std::strerror(errno) + ")");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(t.out, std::fclose);
-
+// GETs the body into t.out, resuming with Range after a dropped connection (up to o.retries times).
+void transfer(const std::string& url, const FetchOptions& o, const std::string& token, Transfer& t, const Meta& m,
+              const std::string& repo, const std::string& file) {
   for (int attempt = 0;; ++attempt) {
     if (m.size >= 0 && t.have == uint64_t(m.size)) break;         // an earlier run got everything
     if (m.size >= 0 && t.have > uint64_t(m.size)) start_over(t);  // stale leftovers
@@ -348,20 +390,51 @@ void download(const std::string& url, const FetchOptions& o, const std::string& 
     }
     if (rc == CURLE_OK && r.status >= 400) throw_status(r, repo, file, o.revision, url, !token.empty());
     if (rc == CURLE_OK) break;
-    if (rc == CURLE_WRITE_ERROR) throw HubError(HubError::Local, incomplete + ": write failed (disk full?)");
+    if (rc == CURLE_WRITE_ERROR && t.too_long)
+      throw HubError(HubError::Checksum, file + ": the server sent more than the " + std::to_string(m.size) +
+                                             " bytes it announced; the partial file was removed");
+    if (rc == CURLE_WRITE_ERROR) throw HubError(HubError::Local, t.path + ": write failed (disk full?)");
     if (!resumable(rc) || attempt >= o.retries)
       throw HubError(HubError::Network, url + ": " + curl_easy_strerror(rc) + " after " + std::to_string(t.have) +
                                             (m.size >= 0 ? " of " + std::to_string(m.size) : "") +
                                             " bytes; run the same command again to resume");
   }
+}
+
+void download(const std::string& url, const FetchOptions& o, const std::string& token, const std::string& incomplete,
+              const Meta& m, const std::string& repo, const std::string& file, FetchResult& res) {
+  Transfer t;
+  t.path = incomplete;
+  t.progress = o.progress;
+  t.label = fs::path(file).filename().string();
+  t.total = m.size;
+  t.out = std::fopen(incomplete.c_str(), "ab");
+  if (!t.out) throw HubError(HubError::Local, incomplete + ": cannot write (" + std::strerror(errno) + ")");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(t.out, std::fclose);
+  std::fseek(t.out, 0, SEEK_END);  // bytes of an earlier attempt are kept, and resumed from
+  t.have = uint64_t(std::ftell(t.out));
+  res.resumed = t.have > 0;
+  try {
+    transfer(url, o, token, t, m, repo, file);
+  } catch (const HubError&) {
+    // Bytes received are kept for the next run to resume from; an empty file is not.
+    closer.reset();
+    std::error_code ec;
+    if (t.too_long || fs::file_size(incomplete, ec) == 0) fs::remove(incomplete, ec);
+    throw;
+  }
+
   if (t.restarted) res.resumed = false;
-  if (m.size >= 0 && t.have != uint64_t(m.size)) {
+  closer.reset();
+  // What counts is the file on disk, not the bytes this process saw go by.
+  const uint64_t on_disk = fs::file_size(incomplete);
+  if (m.size >= 0 && on_disk != uint64_t(m.size)) {
     fs::remove(incomplete);
-    throw HubError(HubError::Checksum, file + ": received " + std::to_string(t.have) + " bytes, the hub announced " +
+    throw HubError(HubError::Checksum, file + ": received " + std::to_string(on_disk) + " bytes, the hub announced " +
                                            std::to_string(m.size) + "; the partial file was removed");
   }
   if (is_sha256(m.etag)) {
-    const std::string got = t.hash.hex();
+    const std::string got = sha256_file(incomplete);
     if (got != m.etag) {
       fs::remove(incomplete);
       throw HubError(HubError::Checksum,
@@ -369,18 +442,31 @@ void download(const std::string& url, const FetchOptions& o, const std::string& 
     }
     res.verified_sha256 = true;
   }
-  res.bytes = t.have;
+  res.bytes = on_disk;
 }
 
-void write_atomically(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw HubError(HubError::Local, tmp.string() + ": cannot write");
+// An exclusive lock on one blob for as long as it lives: a second `toy fetch` (or huggingface_hub,
+// which locks the same file) of the same blob waits, then finds it in place.
+class BlobLock {
+ public:
+  explicit BlobLock(const fs::path& path) {
+    fs::create_directories(path.parent_path());
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw HubError(HubError::Local, path.string() + ": cannot create the lock file (" + std::strerror(errno) + ")");
+    while (::flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) {
+        ::close(fd_);
+        throw HubError(HubError::Local, path.string() + ": cannot lock (" + std::strerror(errno) + ")");
+      }
   }
-  fs::rename(tmp, p);
-}
+  ~BlobLock() { ::close(fd_); }  // closing releases the lock
+  BlobLock(const BlobLock&) = delete;
+  BlobLock& operator=(const BlobLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // snapshots/<commit>/<file> -> relative link to blobs/<etag> (a copy where links are refused).
 void link_snapshot(const fs::path& blob, const fs::path& pointer) {
@@ -395,6 +481,16 @@ void link_snapshot(const fs::path& blob, const fs::path& pointer) {
 }
 
 }  // namespace
+
+void check_revision(const std::string& revision) {
+  if (!is_relative_path(revision))
+    throw HubError(HubError::Local,
+                   "'" + revision + "' is not a revision (a branch, tag or commit such as main, v1.0, refs/pr/1)");
+}
+
+void check_file_path(const std::string& file) {
+  if (!is_relative_path(file)) throw HubError(HubError::Local, "'" + file + "' is not a file path inside a repository");
+}
 
 std::string repo_folder(const std::string& repo) {
   const bool ok = !repo.empty() && repo.size() < 200 && repo.front() != '/' && repo.back() != '/' &&
@@ -413,11 +509,8 @@ std::string repo_folder(const std::string& repo) {
 
 FetchResult fetch(const std::string& repo, const std::string& file, const FetchOptions& o) {
   const fs::path storage = fs::path(o.cache_dir.empty() ? hf_hub_cache() : o.cache_dir) / repo_folder(repo);
-  for (const auto& part : fs::path(file))
-    if (file.empty() || part == ".." || part == "." || fs::path(file).is_absolute())
-      throw HubError(HubError::Local, "'" + file + "' is not a file path inside a repository");
-  if (o.revision.empty() || o.revision.find("..") != std::string::npos)
-    throw HubError(HubError::Local, "'" + o.revision + "' is not a revision");
+  check_file_path(file);
+  check_revision(o.revision);
   std::string endpoint = o.endpoint.empty() ? env("HF_ENDPOINT") : o.endpoint;
   if (endpoint.empty()) endpoint = "https://huggingface.co";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
@@ -435,7 +528,7 @@ FetchResult fetch(const std::string& repo, const std::string& file, const FetchO
     // Offline, but this revision was fetched before: use the cached copy, as huggingface_hub does.
     std::ifstream ref(storage / "refs" / o.revision);
     std::string commit;
-    if (e.kind == HubError::Network && ref >> commit) {
+    if (e.kind == HubError::Network && ref >> commit && is_commit(commit)) {
       const fs::path pointer = storage / "snapshots" / commit / file;
       if (fs::exists(pointer)) {
         FetchResult r;
@@ -457,9 +550,15 @@ FetchResult fetch(const std::string& repo, const std::string& file, const FetchO
   const fs::path pointer = storage / "snapshots" / m.commit / file;
   res.blob = blob.string();
   res.path = pointer.string();
+  // Without either, a body cut short (a chunked response that ends early) would pass as complete.
+  std::error_code ec;
+  if (m.size < 0 && !is_sha256(m.etag) && !fs::exists(blob, ec))
+    throw HubError(HubError::Checksum, url + ": the server announced neither the size nor the sha256 of " + file +
+                                           ", so a download could not be verified; nothing was downloaded");
   fs::create_directories(blob.parent_path());
 
-  std::error_code ec;
+  // huggingface_hub's lock for this blob: <cache>/.locks/<repo folder>/<etag>.lock.
+  const BlobLock lock(storage.parent_path() / ".locks" / storage.filename() / (m.etag + ".lock"));
   if (fs::is_regular_file(blob, ec) && (m.size < 0 || fs::file_size(blob) == uint64_t(m.size))) {
     res.already_cached = true;
     res.bytes = fs::file_size(blob);
@@ -471,7 +570,7 @@ FetchResult fetch(const std::string& repo, const std::string& file, const FetchO
   link_snapshot(blob, pointer);
   if (o.revision != m.commit) {
     fs::create_directories(storage / "refs" / fs::path(o.revision).parent_path());
-    write_atomically(storage / "refs" / o.revision, m.commit);
+    write_output_file((storage / "refs" / o.revision).string(), m.commit);
   }
   return res;
 }

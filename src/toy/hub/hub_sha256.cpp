@@ -1,4 +1,4 @@
-// io/hub_sha256.cpp — SHA-256 as FIPS 180-4 defines it (the hub's name for an LFS blob).
+// hub/hub_sha256.cpp — SHA-256 as FIPS 180-4 defines it (the hub's name for an LFS blob).
 //
 // Plain and portable: one 64-byte block at a time, big-endian words, 64 rounds. Fast enough to
 // check a multi-GB download (a few hundred MB/s); not constant-time (nothing secret is hashed).
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "toy/io/hub.h"
+#include "toy/hub/hub.h"
 
 namespace toy::hub {
 

@@ -1,4 +1,4 @@
-// io/hub.h — where GGUF models live on this machine, and how to fetch one from the Hugging Face hub.
+// hub/hub.h — where GGUF models live on this machine, and how to fetch one from the Hugging Face hub.
 //
 // Discovery (`toy list`) reads the layouts other tools write, without changing them:
 //   Hugging Face cache  $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
@@ -118,5 +118,13 @@ FetchResult fetch(const std::string& repo, const std::string& file, const FetchO
 
 // "org/name" -> "models--org--name" (throws HubError(Local) for a malformed repo id).
 std::string repo_folder(const std::string& repo);
+
+// Every name that becomes part of a path in the cache is checked before it is joined, whether it
+// comes from the command line or from the server: a revision ("main", "v1.0", "refs/pr/1") and a
+// file ("model.gguf", "dir/model.gguf") are relative paths of plain components (no "", ".", "..",
+// control characters or backslashes); the server's commit is 40 hex digits and its ETag one
+// component of [A-Za-z0-9._-]. These throw HubError(Local) naming the value.
+void check_revision(const std::string& revision);
+void check_file_path(const std::string& file);
 
 }  // namespace toy::hub
