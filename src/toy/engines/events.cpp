@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace toy {
@@ -20,6 +23,19 @@ std::string utc_timestamp() {
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
   return buf;
+}
+
+size_t repair_event_log(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return 0;
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw std::runtime_error(path + ": cannot read");
+  if (text.empty() || text.back() == '\n') return 0;
+  const size_t keep = text.rfind('\n') + 1;  // npos + 1 = 0: the only line is torn
+  std::filesystem::resize_file(path, keep, ec);
+  if (ec) throw std::runtime_error(path + ": cannot truncate the torn last line: " + ec.message());
+  return text.size() - keep;
 }
 
 EventLog::EventLog(const std::string& path) : f_(std::fopen(path.c_str(), "ab")) {

@@ -17,6 +17,11 @@ inline constexpr const char* kEventSchema = "toy/v1";
 // "2026-11-30T03:45:01.123Z"
 std::string utc_timestamp();
 
+// Cuts a torn last line (one a killed process left without its newline) off the log at `path`,
+// so that appending continues on a line of its own. Returns the bytes removed (0: intact or
+// absent). Throws std::runtime_error when the file cannot be read or truncated.
+size_t repair_event_log(const std::string& path);
+
 class EventLog {
  public:
   EventLog() = default;
