@@ -224,19 +224,21 @@ TEST(TrainCli, WritesARunBundle) {
   std::map<std::string, int> count;
   const auto ev = events_of(run);
   for (const json& e : ev) {
-    ++count[e["event"].get<std::string>()];
-    EXPECT_TRUE(
-        std::regex_match(e["time"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+    ++count[e["kind"].get<std::string>()];
+    EXPECT_GT(e["t"].get<double>(), 1.7e9);  // Unix seconds
   }
-  EXPECT_EQ(ev.front()["event"], "run_start");
+  EXPECT_EQ(ev.front()["kind"], "run_start");
+  EXPECT_TRUE(std::regex_match(ev.front()["started_at"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
   EXPECT_EQ(ev.front()["schema"], "toy/v1");
-  EXPECT_EQ(ev.back()["event"], "run_end");
-  EXPECT_EQ(ev.back()["status"], "completed");
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
+  EXPECT_EQ(ev.back()["exit_code"], 0);
   EXPECT_EQ(count["step"], 12);
   EXPECT_EQ(count["eval"], 4);        // steps 0, 5, 10 and the end (12)
   EXPECT_EQ(count["checkpoint"], 3);  // steps 5, 10, 12
   for (const json& e : ev)
-    if (e["event"] == "step") {
+    if (e["kind"] == "step") {
       EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[e["step"].get<size_t>()]), 1e-6 * loss_of(lines[0]));
     }
 
@@ -345,8 +347,8 @@ TEST(TrainCli, ResumeContinuesExactly) {
   EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.optim.gguf"),
             test::read_bytes(d.dir / "runs/part/weights/step-12.optim.gguf"));
   const auto ev = events_of(d.dir / "runs/part");
-  EXPECT_EQ(ev.back()["event"], "run_end");
-  EXPECT_EQ(ev.back()["status"], "completed");
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
 
   // Constant schedule: a 6-step run extended to 12 with --resume --steps 12.
   auto c_full = test::run_toy(base + " --schedule constant --steps 12 --run-id cfull");

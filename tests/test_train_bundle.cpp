@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,13 +22,13 @@ using namespace toy::test;
 
 namespace {
 
-// The event log without its last line whose "event" is `name`.
+// The event log without its last line whose "kind" is `name`.
 void drop_last_event(const fs::path& run, const std::string& name) {
   std::vector<std::string> lines;
   std::istringstream in(read_text(run / "events.jsonl"));
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   for (size_t i = lines.size(); i-- > 0;)
-    if (json::parse(lines[i])["event"] == name) {
+    if (json::parse(lines[i])["kind"] == name) {
       lines.erase(lines.begin() + long(i));
       break;
     }
@@ -54,9 +56,9 @@ TEST(TrainBundle, ResumeSealsARunKilledBeforeFinalGguf) {
   EXPECT_TRUE(loss_lines(seal.out).empty());  // nothing trained again
   EXPECT_EQ(read_bytes(run / "weights/final.gguf"), read_bytes(run / "weights/step-6.gguf"));
   const auto ev = events_of(run);
-  EXPECT_EQ(ev.back()["event"], "run_end");
-  EXPECT_EQ(ev.back()["status"], "completed");
-  EXPECT_EQ(ev.back()["step"], 6);
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
+  EXPECT_EQ(ev.back()["final_step"], 6);
   // Sealed now: another --resume without more --steps has nothing to do (usage error).
   auto again = run_toy("train --resume " + run.string() + " --no-progress");
   EXPECT_EQ(again.code, 2);
@@ -68,7 +70,7 @@ TEST(TrainBundle, ResumeRepairsATornLastEventAndKeepsTheUsersFiles) {
   const std::string base = base_command(d, write_corpus(d)) + " --steps 6 --eval-every 0 --checkpoint-every 3";
   ASSERT_EQ(run_toy(base + " --stop-after 3 --run-id r").code, 0);
   const fs::path run = d.dir / "runs/r";
-  std::ofstream(run / "events.jsonl", std::ios::binary | std::ios::app) << R"({"event":"step","time":"2026-)";
+  std::ofstream(run / "events.jsonl", std::ios::binary | std::ios::app) << R"({"kind":"step","t":17644)";
   // Toy's own temporaries (removed) beside files of the user's that merely look alike (kept).
   const std::vector<fs::path> ours = {run / "config.json.tmp.4242", run / "weights/step-6.gguf.tmp.4242",
                                       run / "weights/step-6.optim.gguf.tmp.4242.7", run / "loss.svg.tmp.99"};
@@ -83,7 +85,7 @@ TEST(TrainBundle, ResumeRepairsATornLastEventAndKeepsTheUsersFiles) {
   std::istringstream in(read_text(run / "events.jsonl"));
   int n = 0;
   for (std::string line; std::getline(in, line); ++n) EXPECT_TRUE(json::accept(line)) << "line " << n << ": " << line;
-  EXPECT_EQ(events_of(run).back()["status"], "completed");
+  EXPECT_EQ(events_of(run).back()["reason"], "completed");
   for (const fs::path& p : ours) EXPECT_FALSE(fs::exists(p)) << p;
   for (const fs::path& p : users) EXPECT_TRUE(fs::exists(p)) << p;
 }
@@ -232,9 +234,10 @@ TEST(TrainBundle, CtrlCCheckpointsAndResumeIsBitIdentical) {
   ASSERT_LT(n_done, 30u);
   const fs::path run = d.dir / "runs/part";
   const auto ev = events_of(run);
-  EXPECT_EQ(ev.back()["event"], "run_end");
-  EXPECT_EQ(ev.back()["status"], "interrupted");
-  EXPECT_EQ(ev.back()["step"], int64_t(n_done));
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "interrupted");
+  EXPECT_EQ(ev.back()["final_step"], int64_t(n_done));
+  EXPECT_EQ(ev.back()["exit_code"], 130);
   EXPECT_TRUE(fs::exists(run / "weights" / ("step-" + std::to_string(n_done) + ".gguf")));
 
   auto rest = run_toy("train --resume " + run.string() + " --no-progress");
@@ -242,4 +245,42 @@ TEST(TrainBundle, CtrlCCheckpointsAndResumeIsBitIdentical) {
   EXPECT_EQ(out + rest.out, full.out);  // every step and eval line, bit for bit
   for (const char* w : {"step-30.gguf", "step-30.optim.gguf", "final.gguf"})
     EXPECT_EQ(read_bytes(d.dir / "runs/full/weights" / w), read_bytes(run / "weights" / w)) << w;
+}
+
+// ------------------------------------------------------------------------------------------
+// events.jsonl against docs/events.schema.json (the seeds' toy/v1 names).
+
+TEST(TrainBundle, EventsValidateAgainstTheSchema) {
+  if (std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 with the jsonschema module (Debian: python3-jsonschema) is not installed";
+  TrainDir d;
+  const std::string base = base_command(d, write_corpus(d)) + " --steps 8 --eval-every 3 --checkpoint-every 3";
+  ASSERT_EQ(run_toy(base + " --stop-after 4 --run-id r").code, 0);               // run_start … run_end "stopped"
+  auto rest = run_toy("train --resume " + d.path("runs/r") + " --no-progress");  // a second run_start
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  std::set<std::string> kinds;
+  for (const json& e : events_of(d.dir / "runs/r")) kinds.insert(e["kind"].get<std::string>());
+  EXPECT_EQ(kinds, (std::set<std::string>{"run_start", "step", "eval", "checkpoint", "run_end"}));
+
+  const std::string script = d.path("validate.py");
+  std::ofstream(script) << "import json, sys, jsonschema\n"
+                           "schema = json.load(open(sys.argv[1]))\n"
+                           "jsonschema.Draft7Validator.check_schema(schema)\n"
+                           "v = jsonschema.Draft7Validator(schema)\n"
+                           "bad = 0\n"
+                           "for n, line in enumerate(open(sys.argv[2]), 1):\n"
+                           "    for e in v.iter_errors(json.loads(line)):\n"
+                           "        bad += 1\n"
+                           "        print(f'line {n}: {e.message}', file=sys.stderr)\n"
+                           "sys.exit(1 if bad else 0)\n";
+  const std::string schema = std::string(TOY_SOURCE_DIR) + "/docs/events.schema.json";
+  const std::string cmd =
+      "python3 " + script + " " + schema + " " + d.path("runs/r/events.jsonl") + " 2>" + d.path("validate.err");
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_text(d.path("validate.err"));
+
+  // The schema is not vacuous: an event with the old field names fails it.
+  std::ofstream(d.path("old.jsonl")) << R"({"event":"step","time":"2026-11-30T03:45:01.123Z","step":0,"loss":5.5})"
+                                     << "\n";
+  const std::string old = "python3 " + script + " " + schema + " " + d.path("old.jsonl") + " 2>/dev/null";
+  EXPECT_NE(std::system(old.c_str()), 0);
 }

@@ -93,8 +93,8 @@ void read_curves(const std::string& path, int64_t resume_step, std::vector<Curve
         !j["loss"].is_number())
       continue;
     const int64_t s = j["step"];
-    if (j.value("event", "") == "step" && s < resume_step) tr[s] = j["loss"];
-    if (j.value("event", "") == "eval" && s <= resume_step) ev[s] = j["loss"];
+    if (j.value("kind", "") == "step" && s < resume_step) tr[s] = j["loss"];
+    if (j.value("kind", "") == "eval" && s <= resume_step) ev[s] = j["loss"];
   }
   for (auto [s, l] : tr) train.push_back({double(s), l});
   for (auto [s, l] : ev) eval.push_back({double(s), l});
@@ -174,45 +174,45 @@ class Console : public Observer {
   Clock::time_point t_start_{};
 };
 
+// The seeds' toy/v1 names first (docs/events.md), then toy's additions.
 class EventFile : public Observer {
  public:
   void on_start(Trainer& t) override {
     log_ = EventLog(t.events_path());
     const TrainRunConfig& c = t.config();
     const ModelConfig& mc = t.engine().model().config();
-    log_.emit("run_start", {{"schema", kEventSchema},
-                            {"run_id", fs::path(t.run_dir()).filename().string()},
-                            {"recipe", c.recipe},
-                            {"toy_version", TOY_VERSION},
-                            {"resumed_from_step", t.resuming() ? ordered_json(t.start()) : ordered_json(nullptr)},
-                            {"steps", c.steps},
-                            {"threads", kernels::num_threads()},
-                            {"parameters", t.n_params()},
-                            {"model",
-                             {{"arch", mc.arch},
-                              {"n_vocab", mc.n_vocab},
-                              {"d_model", mc.d_model},
-                              {"n_layer", mc.n_layer},
-                              {"n_head", mc.n_head},
-                              {"n_kv_head", mc.n_kv_head},
-                              {"d_ff", mc.d_ff}}},
-                            {"data", t.data().summary},
-                            {"config", to_json(c)}});
+    ordered_json e = {{"schema", kEventSchema},
+                      {"started_at", utc_timestamp()},
+                      {"run_id", fs::path(t.run_dir()).filename().string()},
+                      {"phase", c.recipe}};
+    e.update(provenance());
+    e["model"] = {{"arch", mc.arch},       {"name", "toy-" + c.recipe}, {"vocab", mc.n_vocab},
+                  {"d_model", mc.d_model}, {"n_layers", mc.n_layer},    {"n_heads", mc.n_head},
+                  {"n_kv", mc.n_kv_head},  {"d_head", mc.d_head},       {"d_ff", mc.d_ff}};
+    e["config"] = to_json(c);
+    e["recipe"] = c.recipe;
+    e["toy_version"] = TOY_VERSION;
+    e["resumed_from_step"] = t.resuming() ? ordered_json(t.start()) : ordered_json(nullptr);
+    e["threads"] = kernels::num_threads();
+    e["parameters"] = t.n_params();
+    e["data"] = t.data().summary;
+    log_.emit("run_start", e);
   }
   void on_step(Trainer& t, const StepReport& r) override {
     if (!std::isfinite(r.result.loss)) return;  // run_end says "diverged"
     const int64_t BT = t.config().batch * t.config().context;
-    log_.emit("step", {{"step", r.step},
+    log_.emit("step", {{"phase", t.config().recipe},
+                       {"step", r.step},
                        {"loss", r.result.loss},
                        {"lr", r.result.lr},
+                       {"tokens", (r.step + 1) * BT},
+                       {"wall_us", micros(r.seconds)},
                        {"grad_norm", r.result.grad_norm},
                        {"clip_scale", r.result.clip_scale},
-                       {"tokens", (r.step + 1) * BT},
-                       {"seconds", r.seconds},
                        {"tokens_per_s", double(BT) / r.seconds}});
   }
   void on_eval(Trainer&, const EvalReport& r) override {
-    log_.emit("eval", {{"step", r.step}, {"loss", r.loss}, {"batches", r.batches}, {"seconds", r.seconds}});
+    log_.emit("eval", {{"step", r.step}, {"loss", r.loss}, {"batches", r.batches}, {"wall_us", micros(r.seconds)}});
   }
   void on_checkpoint(Trainer& t, const CheckpointReport& r) override {
     log_.emit("checkpoint", {{"step", r.files.step},
@@ -221,22 +221,23 @@ class EventFile : public Observer {
                              {"bytes", fs::file_size(r.files.model)}});
   }
   void on_end(Trainer& t, const EndReport& e) override {
-    if (e.reason == EndReason::Diverged) {
-      log_.emit("run_end", {{"status", to_string(e.reason)}, {"step", e.step}});
-      return;
+    ordered_json end = {{"ended_at", utc_timestamp()},
+                        {"reason", to_string(e.reason)},
+                        {"final_step", e.step},
+                        {"final_loss", e.loss},  // NaN (no step run, diverged) is written as null
+                        {"exit_code", exit_code(e.reason)}};
+    if (e.reason != EndReason::Diverged) {
+      const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
+      end["eval_loss"] = e.eval_loss >= 0 ? ordered_json(e.eval_loss) : ordered_json(nullptr);
+      end["wall_us"] = micros(e.seconds);
+      end["tokens_per_s"] = double(tokens) / e.seconds;
+      end["checkpoint"] = fs::relative(checkpoint_model_path(t.run_dir(), e.step), t.run_dir()).string();
     }
-    const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
-    log_.emit("run_end",
-              {{"status", to_string(e.reason)},
-               {"step", e.step},
-               {"loss", e.loss},
-               {"eval_loss", e.eval_loss >= 0 ? ordered_json(e.eval_loss) : ordered_json(nullptr)},
-               {"seconds", e.seconds},
-               {"tokens_per_s", double(tokens) / e.seconds},
-               {"checkpoint", fs::relative(checkpoint_model_path(t.run_dir(), e.step), t.run_dir()).string()}});
+    log_.emit("run_end", end);
   }
 
  private:
+  static int64_t micros(double seconds) { return std::llround(seconds * 1e6); }
   EventLog log_;
 };
 

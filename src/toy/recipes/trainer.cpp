@@ -114,7 +114,7 @@ double logged_loss(const std::string& events_path, int64_t step_before) {
   std::istringstream in(fs::exists(events_path) ? read_file(events_path) : std::string());
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.value("event", "") == "step" && j.value("step", int64_t(-1)) == step_before &&
+    if (j.is_object() && j.value("kind", "") == "step" && j.value("step", int64_t(-1)) == step_before &&
         j.contains("loss") && j["loss"].is_number())
       loss = j["loss"];
   }
@@ -128,7 +128,7 @@ bool ends_with_run_end(const std::string& events_path) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) last = line;
   const auto j = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.value("event", "") == "run_end";
+  return j.is_object() && j.value("kind", "") == "run_end";
 }
 
 }  // namespace
@@ -205,9 +205,11 @@ void Trainer::seal() {
   link_final(run_dir_, ckpt_->model);
   const double loss = logged_loss(events_path(), ckpt_->step - 1);
   EventLog(events_path())
-      .emit("run_end", {{"status", "completed"},
-                        {"step", ckpt_->step},
-                        {"loss", loss},
+      .emit("run_end", {{"ended_at", utc_timestamp()},
+                        {"reason", to_string(EndReason::Completed)},
+                        {"final_step", ckpt_->step},
+                        {"final_loss", loss},
+                        {"exit_code", exit_code(EndReason::Completed)},
                         {"sealed", true},
                         {"checkpoint", fs::relative(ckpt_->model, run_dir_).string()}});
   std::fprintf(io_.err, "%s had reached step %lld: sealed it (weights/final.gguf, run_end)\n", run_dir_.c_str(),
