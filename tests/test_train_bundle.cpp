@@ -131,6 +131,8 @@ TEST(TrainBundle, BadCorpusAndConfigAreInputErrors) {
   auto dir = run_toy("train from-scratch --corpus " + d.path("adir") + kTiny + " --runs-dir " + d.path("runs"));
   EXPECT_EQ(dir.code, 3) << dir.err;
   EXPECT_NE(dir.err.find("is a directory"), std::string::npos) << dir.err;
+  auto ids = run_toy("train from-scratch --data-ids " + d.path("adir") + kTiny + " --runs-dir " + d.path("runs"));
+  EXPECT_EQ(ids.code, 3) << ids.err;
 
   ASSERT_EQ(run_toy(base_command(d, corpus) + " --steps 4 --stop-after 2 --eval-every 0 --run-id r").code, 0);
   const fs::path cfg = d.dir / "runs/r/config.json";

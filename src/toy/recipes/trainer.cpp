@@ -121,6 +121,11 @@ double logged_loss(const std::string& events_path, int64_t step_before) {
   return loss;
 }
 
+ConfigError run_dir_exists(const std::string& run_dir) {
+  return ConfigError("run directory " + run_dir + " exists: continue it with --resume " + run_dir +
+                     ", or pick another --run-id");
+}
+
 // True when the last event of the log ends an invocation.
 bool ends_with_run_end(const std::string& events_path) {
   std::istringstream in(fs::exists(events_path) ? read_file(events_path) : std::string());
@@ -168,9 +173,7 @@ Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string
   } else {
     if (c_.run_id.empty()) c_.run_id = new_run_id(c_.recipe);
     run_dir_ = (fs::path(c_.runs_dir) / c_.run_id).string();
-    if (fs::exists(run_dir_))
-      throw ConfigError("run directory " + run_dir_ + " exists: continue it with --resume " + run_dir_ +
-                        ", or pick another --run-id");
+    if (fs::exists(run_dir_)) throw run_dir_exists(run_dir_);  // early: before the data is loaded
   }
   load_model_and_data(recipe);
   if (!resuming_) open_new_bundle();  // only now: a run that fails to set up leaves no directory
@@ -265,9 +268,7 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
 // same --run-id at once, one gets the directory and the other a usage error).
 void Trainer::open_new_bundle() {
   fs::create_directories(c_.runs_dir);
-  if (!fs::create_directory(run_dir_))
-    throw ConfigError("run directory " + run_dir_ + " exists: continue it with --resume " + run_dir_ +
-                      ", or pick another --run-id");
+  if (!fs::create_directory(run_dir_)) throw run_dir_exists(run_dir_);
   lock_ = BundleLock(run_dir_);
   fs::create_directories(fs::path(run_dir_) / "weights");
 }
