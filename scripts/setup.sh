@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
 
 PACKAGES=(build-essential cmake ninja-build pkg-config git
-          libgtest-dev libgmock-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev)
+          libgtest-dev libgmock-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
+          python3-jsonschema)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,8 +18,10 @@
 #include "toy/io/gguf.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tokenizer/tokenizer.h"
+#include "train_helpers.h"
 
 using namespace toy;
+using namespace toy::test;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -193,67 +195,6 @@ TEST(TrainData, SamplingIsAPureFunctionOfTheStep) {
 // ------------------------------------------------------------------------------------------
 // `toy train` end to end, on a tiny model that trains in about a second.
 
-namespace {
-
-struct TrainDir {
-  fs::path dir;
-  TrainDir() {
-    static int n = 0;
-    dir = fs::path(testing::TempDir()) / ("toy_train_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TrainDir() { fs::remove_all(dir); }
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-};
-
-// A small synthetic corpus: simple sentences, documents ended by <|endoftext|> as in TinyStories.
-std::string corpus_text() {
-  const char* names[] = {"Lily", "Tom", "Sue", "Ben", "Max"};
-  const char* things[] = {"a red ball", "a big tree", "a little cat", "the sun", "a blue car"};
-  const char* verbs[] = {"saw", "liked", "found", "wanted", "played with"};
-  std::string s;
-  uint32_t x = 7;
-  auto pick = [&](int n) {
-    x = x * 1103515245u + 12345u;
-    return int((x >> 16) % uint32_t(n));
-  };
-  for (int doc = 0; doc < 120; ++doc) {
-    for (int k = 0; k < 4; ++k) s += std::string(names[pick(5)]) + " " + verbs[pick(5)] + " " + things[pick(5)] + ". ";
-    s += "\n<|endoftext|>\n";
-  }
-  return s;
-}
-
-std::string write_corpus(const TrainDir& d) {
-  const std::string p = d.path("corpus.txt");
-  std::ofstream(p, std::ios::binary) << corpus_text();
-  return p;
-}
-
-const std::string kTiny =
-    " --d-model 32 --layers 2 --heads 4 --kv-heads 2 --ff 64 --context 16 --batch 4 --lr 3e-3 --no-progress";
-
-std::vector<std::string> loss_lines(const std::string& out) {
-  std::vector<std::string> r;
-  static const std::regex re(R"(^step (\d+): loss=(\S+)$)");
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (std::regex_match(line, re)) r.push_back(line);
-  return r;
-}
-
-double loss_of(const std::string& line) { return std::stod(line.substr(line.find('=') + 1)); }
-
-std::vector<json> events_of(const fs::path& run) {
-  std::vector<json> r;
-  std::istringstream in(test::read_text(run / "events.jsonl"));
-  for (std::string line; std::getline(in, line);) r.push_back(json::parse(line));
-  return r;
-}
-
-}  // namespace
-
 TEST(TrainCli, WritesARunBundle) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
@@ -283,19 +224,21 @@ TEST(TrainCli, WritesARunBundle) {
   std::map<std::string, int> count;
   const auto ev = events_of(run);
   for (const json& e : ev) {
-    ++count[e["event"].get<std::string>()];
-    EXPECT_TRUE(
-        std::regex_match(e["time"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+    ++count[e["kind"].get<std::string>()];
+    EXPECT_GT(e["t"].get<double>(), 1.7e9);  // Unix seconds
   }
-  EXPECT_EQ(ev.front()["event"], "run_start");
+  EXPECT_EQ(ev.front()["kind"], "run_start");
+  EXPECT_TRUE(std::regex_match(ev.front()["started_at"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
   EXPECT_EQ(ev.front()["schema"], "toy/v1");
-  EXPECT_EQ(ev.back()["event"], "run_end");
-  EXPECT_EQ(ev.back()["status"], "completed");
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
+  EXPECT_EQ(ev.back()["exit_code"], 0);
   EXPECT_EQ(count["step"], 12);
   EXPECT_EQ(count["eval"], 4);        // steps 0, 5, 10 and the end (12)
   EXPECT_EQ(count["checkpoint"], 3);  // steps 5, 10, 12
   for (const json& e : ev)
-    if (e["event"] == "step") {
+    if (e["kind"] == "step") {
       EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[e["step"].get<size_t>()]), 1e-6 * loss_of(lines[0]));
     }
 
@@ -404,8 +347,8 @@ TEST(TrainCli, ResumeContinuesExactly) {
   EXPECT_EQ(test::read_bytes(d.dir / "runs/full/weights/step-12.optim.gguf"),
             test::read_bytes(d.dir / "runs/part/weights/step-12.optim.gguf"));
   const auto ev = events_of(d.dir / "runs/part");
-  EXPECT_EQ(ev.back()["event"], "run_end");
-  EXPECT_EQ(ev.back()["status"], "completed");
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
 
   // Constant schedule: a 6-step run extended to 12 with --resume --steps 12.
   auto c_full = test::run_toy(base + " --schedule constant --steps 12 --run-id cfull");

@@ -5,7 +5,10 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "cli/cli.h"
@@ -31,6 +34,24 @@ const std::set<std::string> kResumable = {"steps",      "eval-every", "checkpoin
                                           "stop-after", "threads",    "eval-batches"};
 // Flags that are not settings.
 const std::set<std::string> kNotSettings = {"resume", "untied", "no-progress"};
+
+// Ctrl-C (SIGINT) or SIGTERM: the run ends after the step in flight with a checkpoint (exit 130);
+// a second one ends the process at once, as main()'s handler does.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void request_stop(int) {
+  if (g_stop.exchange(true)) std::_Exit(kInterrupted);
+}
+
+void stop_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = request_stop;
+  sa.sa_flags = SA_RESTART;  // let the step in flight finish its reads and writes
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 std::vector<Flag> flags() {
   const TrainRunConfig& d = kDefaults;
@@ -139,9 +160,11 @@ int run(const Args& a) {
   // heap for reuse instead of returning it to the kernel (and faulting it back in, zeroed).
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  recipes::RunOutput io{.out = stdout, .err = stderr, .progress = !a.flag("no-progress") && ::isatty(2)};
+  stop_on_signals();
+  recipes::RunOutput io{
+      .out = stdout, .err = stderr, .progress = !a.flag("no-progress") && ::isatty(2), .stop = &g_stop};
   try {
-    recipes::train_run(recipes::config_from_json(j), io, resume);
+    if (recipes::train_run(recipes::config_from_json(j), io, resume).interrupted) return kInterrupted;
   } catch (const recipes::ConfigError& e) {
     throw UsageError(e.what());
   } catch (const DataError& e) {
@@ -159,7 +182,9 @@ Registrar reg({
     .flags = flags(),
     .run = run,
     .details = "prints `step N: loss=X` for every step (the loss before update N) and `eval N: val_loss=X` on stdout;\n"
-               "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n\n"
+               "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n"
+               "Ctrl-C or SIGTERM ends the run after the step in flight with a checkpoint (exit 130; continue\n"
+               "with --resume); a second one ends it at once.\n\n"
                "examples:\n"
                "  toy train from-scratch --corpus ../shared/corpora/tinystories_sample.txt --tokenizer model.gguf \\\n"
                "      --d-model 128 --layers 4 --heads 4 --kv-heads 2 --ff 384 --context 128 --batch 16 --steps 2000 "

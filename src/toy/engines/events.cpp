@@ -1,10 +1,16 @@
 // engines/events.cpp — appending events to events.jsonl.
 #include "toy/engines/events.h"
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace toy {
@@ -20,6 +26,35 @@ std::string utc_timestamp() {
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms));
   return buf;
+}
+
+double unix_seconds() {
+  using namespace std::chrono;
+  return double(duration_cast<microseconds>(system_clock::now().time_since_epoch()).count()) / 1e6;
+}
+
+nlohmann::ordered_json provenance() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  struct utsname u {};
+  const bool have_uname = ::uname(&u) == 0;
+  return {{"host", host},
+          {"os", have_uname ? u.sysname : "unknown"},
+          {"arch", have_uname ? u.machine : "unknown"},
+          {"backend", "cpu"}};
+}
+
+size_t repair_event_log(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return 0;
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw std::runtime_error(path + ": cannot read");
+  if (text.empty() || text.back() == '\n') return 0;
+  const size_t keep = text.rfind('\n') + 1;  // npos + 1 = 0: the only line is torn
+  std::filesystem::resize_file(path, keep, ec);
+  if (ec) throw std::runtime_error(path + ": cannot truncate the torn last line: " + ec.message());
+  return text.size() - keep;
 }
 
 EventLog::EventLog(const std::string& path) : f_(std::fopen(path.c_str(), "ab")) {
@@ -39,11 +74,11 @@ EventLog& EventLog::operator=(EventLog&& o) noexcept {
   return *this;
 }
 
-void EventLog::emit(std::string_view name, const nlohmann::ordered_json& fields) {
+void EventLog::emit(std::string_view kind, const nlohmann::ordered_json& fields) {
   if (!f_) return;
   nlohmann::ordered_json e;
-  e["event"] = name;
-  e["time"] = utc_timestamp();
+  e["kind"] = kind;
+  e["t"] = unix_seconds();
   for (const auto& [k, v] : fields.items()) e[k] = v;
   const std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)

@@ -1,9 +1,12 @@
 // engines/run_bundle.cpp — run ids, atomic files, checkpoint discovery and the SVG loss plot.
 #include "toy/engines/run_bundle.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "toy/engines/train_data.h"
 #include "toy/io/output_file.h"
 
 namespace toy {
@@ -28,6 +32,66 @@ std::string new_run_id(std::string_view recipe) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view text) { write_output_file(path, text); }
+
+BundleLock::BundleLock(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / ".lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (e == EWOULDBLOCK)
+      throw DataError(run_dir + " is in use: another toy process is training this run (it holds " + path + ")");
+    throw std::runtime_error(path + ": cannot lock: " + std::strerror(e));
+  }
+}
+
+BundleLock::~BundleLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+BundleLock& BundleLock::operator=(BundleLock&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+namespace {
+// "step-12.gguf" or "step-12.optim.gguf".
+bool is_checkpoint_name(std::string_view name) {
+  if (name.substr(0, 5) != "step-") return false;
+  name.remove_prefix(5);
+  const size_t digits = name.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos) return false;
+  name.remove_prefix(digits);
+  return name == ".gguf" || name == ".optim.gguf";
+}
+}  // namespace
+
+bool is_bundle_temporary(std::string_view name, bool in_weights) {
+  const size_t at = name.rfind(".tmp.");
+  if (at == std::string_view::npos) return false;
+  const std::string_view file = name.substr(0, at), suffix = name.substr(at + 5);
+  const bool ours = in_weights ? is_checkpoint_name(file) : (file == "config.json" || file == "loss.svg");
+  if (!ours || suffix.empty() || suffix[0] < '0' || suffix[0] > '9') return false;
+  for (char ch : suffix)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') return false;
+  return true;
+}
+
+void remove_bundle_temporaries(const std::string& run_dir) {
+  for (const bool in_weights : {false, true}) {
+    const fs::path dir = in_weights ? fs::path(run_dir) / "weights" : fs::path(run_dir);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.is_regular_file(ec) && is_bundle_temporary(e.path().filename().string(), in_weights))
+        fs::remove(e.path(), ec);
+  }
+}
 
 std::string checkpoint_model_path(const std::string& run_dir, int64_t step) {
   return (fs::path(run_dir) / "weights" / ("step-" + std::to_string(step) + ".gguf")).string();
@@ -51,6 +115,14 @@ std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir
     if (fs::exists(c.optimizer) && (!best || step > best->step)) best = c;
   }
   return best;
+}
+
+void link_final(const std::string& run_dir, const std::string& model) {
+  const fs::path fin = fs::path(run_dir) / "weights" / "final.gguf";
+  std::error_code ec;
+  fs::remove(fin, ec);
+  fs::create_hard_link(model, fin, ec);
+  if (ec) fs::copy_file(model, fin, fs::copy_options::overwrite_existing);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 //   runs/<id>/weights/step-N.optim.gguf   the optimizer state beside the latest one
 //   runs/<id>/weights/final.gguf    the last checkpoint of a completed run (a hard link)
 //   runs/<id>/loss.svg              training and eval loss curves
+//   runs/<id>/.lock                 flock()ed by the process training the run
 // Every file is written to a temporary name and renamed into place, so a killed run never
 // leaves a torn file, and the previous checkpoint survives a crash during the next one.
 #pragma once
@@ -26,6 +27,31 @@ std::string new_run_id(std::string_view recipe);
 // `<path>.tmp.<pid>.<n>` renamed into place. Throws std::runtime_error.
 void write_file_atomic(const std::string& path, std::string_view text);
 
+// The exclusive lock of a run bundle: flock() on `<run_dir>/.lock`, held until destruction (the
+// kernel releases it when the process dies, so a killed run leaves no stale lock). Throws
+// DataError when another process holds it, std::runtime_error when the file cannot be opened.
+class BundleLock {
+ public:
+  BundleLock() = default;
+  explicit BundleLock(const std::string& run_dir);
+  ~BundleLock();
+  BundleLock(BundleLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  BundleLock& operator=(BundleLock&& o) noexcept;
+  BundleLock(const BundleLock&) = delete;
+  BundleLock& operator=(const BundleLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// True for a temporary file toy writes in a bundle: `<file>.tmp.<pid>` (optionally followed by a
+// suffix of letters, digits, '.', '-', '_') where <file> is config.json or loss.svg in the run
+// directory, or step-N.gguf / step-N.optim.gguf in weights/.
+bool is_bundle_temporary(std::string_view name, bool in_weights);
+// Removes the temporaries a killed run left in `run_dir` and `run_dir/weights` (and nothing
+// else). Call it only with the bundle locked, so that no live writer owns them.
+void remove_bundle_temporaries(const std::string& run_dir);
+
 struct Checkpoint {
   int64_t step = 0;       // updates done
   std::string model;      // weights/step-N.gguf
@@ -35,6 +61,8 @@ std::string checkpoint_model_path(const std::string& run_dir, int64_t step);
 std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step);
 // The newest checkpoint of `run_dir` that has both files, if any.
 std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir);
+// `run_dir/weights/final.gguf` = the model file `model` (a hard link, else a copy).
+void link_final(const std::string& run_dir, const std::string& model);
 
 struct CurvePoint {
   double step = 0, loss = 0;

@@ -3,17 +3,24 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 namespace toy {
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw DataError(path + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(path + ": cannot open: " + std::strerror(errno));
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw DataError(path + ": read error");
-  return s;
+  try {
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw DataError(path + ": read error");
+    return s;
+  } catch (const std::ios_base::failure& e) {  // libstdc++ throws from underflow on a read error
+    throw DataError(path + ": read error: " + e.what());
+  }
 }
 
 IdBlocks IdBlocks::read(const std::string& path, int64_t n_vocab) {

@@ -1,0 +1,317 @@
+// recipes/observers.cpp — stdout and the progress bar, events.jsonl, loss.svg, evaluation and
+// checkpoints, as observers of the training loop.
+#include "toy/recipes/observers.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "toy/engines/events.h"
+#include "toy/engines/train_data.h"
+#include "toy/kernels/kernels.h"
+#include "toy/tokenizer/tokenizer.h"
+
+namespace toy::recipes {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Mean loss over the eval batches, weighted by their sizes.
+double evaluate(const TrainEngine& e, const std::vector<Batch>& batches) {
+  double total = 0, rows = 0;
+  for (const Batch& b : batches) {
+    const double n = double(b.tokens.size(0));
+    total += e.evaluate(b) * n;
+    rows += n;
+  }
+  return total / rows;
+}
+
+std::string duration_text(double s) {
+  char b[32];
+  if (s < 60)
+    std::snprintf(b, sizeof b, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(b, sizeof b, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else
+    std::snprintf(b, sizeof b, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
+  return b;
+}
+
+// A one-line progress bar on a terminal, redrawn at most 10 times a second.
+class Progress {
+ public:
+  Progress(std::FILE* err, bool on, bool shares_terminal) : err_(err), on_(on), shares_(shares_terminal) {}
+  void update(int64_t step, int64_t total, double loss, double tok_per_s, double eta_s, bool force = false) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    if (!force && visible_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    constexpr int kWidth = 30;
+    const int fill = total > 0 ? int(double(kWidth) * double(step) / double(total)) : 0;
+    std::string bar(size_t(fill), '=');
+    if (fill < kWidth) bar += '>' + std::string(size_t(kWidth - fill - 1), ' ');
+    std::fprintf(err_, "\r\033[K%lld/%lld [%s] loss %.4f  %.1fk tok/s  ETA %s", (long long)step, (long long)total,
+                 bar.c_str(), loss, tok_per_s / 1000, duration_text(eta_s).c_str());
+    std::fflush(err_);
+    visible_ = true;
+  }
+  // Before a line on stdout: clear the bar when both go to the same terminal.
+  void clear() {
+    if (on_ && visible_ && shares_) {
+      std::fprintf(err_, "\r\033[K");
+      std::fflush(err_);
+      visible_ = false;
+    }
+  }
+  void finish() {
+    if (on_ && visible_) std::fprintf(err_, "\n");
+    visible_ = false;
+  }
+
+ private:
+  std::FILE* err_;
+  bool on_, shares_, visible_ = false;
+  Clock::time_point last_{};
+};
+
+// Curve points of the events logged before `resume_step` (for loss.svg after a resume).
+void read_curves(const std::string& path, int64_t resume_step, std::vector<CurvePoint>& train,
+                 std::vector<CurvePoint>& eval) {
+  std::map<int64_t, double> tr, ev;
+  std::istringstream in(fs::exists(path) ? read_file(path) : std::string());
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("loss") ||
+        !j["loss"].is_number())
+      continue;
+    const int64_t s = j["step"];
+    if (j.value("kind", "") == "step" && s < resume_step) tr[s] = j["loss"];
+    if (j.value("kind", "") == "eval" && s <= resume_step) ev[s] = j["loss"];
+  }
+  for (auto [s, l] : tr) train.push_back({double(s), l});
+  for (auto [s, l] : ev) eval.push_back({double(s), l});
+}
+
+// Writes checkpoint `step` of a run: the optimizer state first, then the model (a checkpoint
+// counts for --resume once both exist); drops the optimizer state of the previous checkpoint;
+// links weights/final.gguf to the last one.
+Checkpoint write_checkpoint(TrainEngine& engine, const Tokenizer* tok, const std::string& run_dir, int64_t step,
+                            const TrainRunConfig& c, int64_t prev_step, bool final) {
+  const Checkpoint k{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
+  write_optimizer_gguf(
+      engine.optimizer(), k.optimizer,
+      {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}});
+  write_model_gguf(engine.model(), tok, k.model, "toy-" + c.recipe);
+  std::error_code ec;
+  if (prev_step > 0 && prev_step != step) fs::remove(checkpoint_optimizer_path(run_dir, prev_step), ec);
+  if (final) link_final(run_dir, k.model);
+  return k;
+}
+
+// ------------------------------------------------------------------------------------------
+// The observers.
+
+class Console : public Observer {
+ public:
+  void on_start(Trainer& t) override {
+    const RunOutput& io = t.io();
+    bar_ = Progress(io.err, io.progress, ::isatty(fileno(io.out)) != 0);
+    const TrainRunConfig& c = t.config();
+    const ModelConfig& mc = t.engine().model().config();
+    std::fprintf(io.err,
+                 "%s %s: %lld parameters (d_model %lld, %lld layers, %lld/%lld heads, d_ff %lld, vocab %lld), B %lld x "
+                 "T %lld, steps %lld..%lld\n",
+                 t.resuming() ? "resuming" : "run", t.run_dir().c_str(), (long long)t.n_params(), (long long)mc.d_model,
+                 (long long)mc.n_layer, (long long)mc.n_head, (long long)mc.n_kv_head, (long long)mc.d_ff,
+                 (long long)mc.n_vocab, (long long)c.batch, (long long)c.context, (long long)t.start(),
+                 (long long)t.end());
+    t_start_ = Clock::now();
+  }
+  void on_step(Trainer& t, const StepReport& r) override {
+    print_line(t, "step %lld: loss=%.9g\n", r.step, r.result.loss);
+    const int64_t s = r.step, BT = t.config().batch * t.config().context;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t_start_).count();
+    const double done = double(s + 1 - t.start());
+    bar_.update(s + 1, t.config().steps, r.result.loss, done * double(BT) / elapsed,
+                elapsed / done * double(t.end() - s - 1), /*force=*/s + 1 == t.end());
+  }
+  void on_eval(Trainer& t, const EvalReport& r) override {
+    print_line(t, "eval %lld: val_loss=%.9g\n", r.step, r.loss);
+  }
+  void on_end(Trainer& t, const EndReport& e) override {
+    bar_.finish();
+    if (e.reason == EndReason::Diverged) return;  // the caller reports the exception
+    const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
+    std::fprintf(t.io().err, "%s %lld steps (%lld tokens) in %s, %.0f tok/s; last loss %.4f%s; bundle %s\n",
+                 e.reason == EndReason::Completed     ? "trained"
+                 : e.reason == EndReason::Interrupted ? "interrupted after"
+                                                      : "stopped after",
+                 (long long)e.steps_run, (long long)tokens, duration_text(e.seconds).c_str(),
+                 double(tokens) / e.seconds, e.loss,
+                 e.eval_loss >= 0 ? (", eval " + std::to_string(e.eval_loss)).c_str() : "", t.run_dir().c_str());
+    if (e.reason == EndReason::Interrupted && e.step == 0)
+      std::fprintf(t.io().err, "no step finished: nothing to resume (%s has no checkpoint)\n", t.run_dir().c_str());
+    else if (e.reason == EndReason::Interrupted)
+      std::fprintf(t.io().err, "checkpoint weights/step-%lld.gguf; continue with: toy train --resume %s\n",
+                   (long long)e.step, t.run_dir().c_str());
+  }
+
+ private:
+  void print_line(Trainer& t, const char* fmt, int64_t s, double v) {
+    bar_.clear();
+    std::fprintf(t.io().out, fmt, (long long)s, v);
+    std::fflush(t.io().out);
+  }
+  Progress bar_{nullptr, false, false};
+  Clock::time_point t_start_{};
+};
+
+// The seeds' toy/v1 names first (docs/events.md), then toy's additions.
+class EventFile : public Observer {
+ public:
+  void on_start(Trainer& t) override {
+    log_ = EventLog(t.events_path());
+    const TrainRunConfig& c = t.config();
+    const ModelConfig& mc = t.engine().model().config();
+    ordered_json e = {{"schema", kEventSchema},
+                      {"started_at", utc_timestamp()},
+                      {"run_id", fs::path(t.run_dir()).filename().string()},
+                      {"phase", c.recipe}};
+    e.update(provenance());
+    e["model"] = {{"arch", mc.arch},       {"name", "toy-" + c.recipe}, {"vocab", mc.n_vocab},
+                  {"d_model", mc.d_model}, {"n_layers", mc.n_layer},    {"n_heads", mc.n_head},
+                  {"n_kv", mc.n_kv_head},  {"d_head", mc.d_head},       {"d_ff", mc.d_ff}};
+    e["config"] = to_json(c);
+    e["recipe"] = c.recipe;
+    e["toy_version"] = TOY_VERSION;
+    e["resumed_from_step"] = t.resuming() ? ordered_json(t.start()) : ordered_json(nullptr);
+    e["threads"] = kernels::num_threads();
+    e["parameters"] = t.n_params();
+    e["data"] = t.data().summary;
+    log_.emit("run_start", e);
+  }
+  void on_step(Trainer& t, const StepReport& r) override {
+    if (!std::isfinite(r.result.loss)) return;  // run_end says "diverged"
+    const int64_t BT = t.config().batch * t.config().context;
+    log_.emit("step", {{"phase", t.config().recipe},
+                       {"step", r.step},
+                       {"loss", r.result.loss},
+                       {"lr", r.result.lr},
+                       {"tokens", (r.step + 1) * BT},
+                       {"wall_us", micros(r.seconds)},
+                       {"grad_norm", r.result.grad_norm},
+                       {"clip_scale", r.result.clip_scale},
+                       {"tokens_per_s", double(BT) / r.seconds}});
+  }
+  void on_eval(Trainer&, const EvalReport& r) override {
+    log_.emit("eval", {{"step", r.step}, {"loss", r.loss}, {"batches", r.batches}, {"wall_us", micros(r.seconds)}});
+  }
+  void on_checkpoint(Trainer& t, const CheckpointReport& r) override {
+    log_.emit("checkpoint", {{"step", r.files.step},
+                             {"path", fs::relative(r.files.model, t.run_dir()).string()},
+                             {"optimizer", fs::relative(r.files.optimizer, t.run_dir()).string()},
+                             {"bytes", fs::file_size(r.files.model)}});
+  }
+  void on_end(Trainer& t, const EndReport& e) override {
+    ordered_json end = {{"ended_at", utc_timestamp()},
+                        {"reason", to_string(e.reason)},
+                        {"final_step", e.step},
+                        {"final_loss", e.loss},  // NaN (no step run, diverged) is written as null
+                        {"exit_code", exit_code(e.reason)}};
+    if (e.reason != EndReason::Diverged) {
+      const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
+      end["eval_loss"] = e.eval_loss >= 0 ? ordered_json(e.eval_loss) : ordered_json(nullptr);
+      end["wall_us"] = micros(e.seconds);
+      end["tokens_per_s"] = double(tokens) / e.seconds;
+      end["checkpoint"] = fs::relative(checkpoint_model_path(t.run_dir(), e.step), t.run_dir()).string();
+    }
+    log_.emit("run_end", end);
+  }
+
+ private:
+  static int64_t micros(double seconds) { return std::llround(seconds * 1e6); }
+  EventLog log_;
+};
+
+class LossPlot : public Observer {
+ public:
+  void on_start(Trainer& t) override {
+    if (t.resuming()) read_curves(t.events_path(), t.start(), train_, eval_);
+    title_ = fs::path(t.run_dir()).filename().string() + ": " + std::to_string(t.n_params()) + " parameters";
+  }
+  void on_step(Trainer&, const StepReport& r) override { train_.push_back({double(r.step), r.result.loss}); }
+  void on_eval(Trainer& t, const EvalReport& r) override {
+    eval_.push_back({double(r.step), r.loss});
+    write(t);
+  }
+  void on_checkpoint(Trainer& t, const CheckpointReport&) override { write(t); }
+  void on_end(Trainer& t, const EndReport& e) override {
+    if (e.reason != EndReason::Diverged) write(t);
+  }
+
+ private:
+  void write(Trainer& t) {
+    write_file_atomic((fs::path(t.run_dir()) / "loss.svg").string(), loss_svg(train_, eval_, title_));
+  }
+  std::vector<CurvePoint> train_, eval_;
+  std::string title_;
+};
+
+// At s = steps and every multiple of eval_every, except the step a resumed run starts at (the
+// run before it evaluated there).
+class Evaluator : public Observer {
+ public:
+  void at(Trainer& t, int64_t s) override {
+    const TrainRunConfig& c = t.config();
+    if (t.data().eval.empty() || (t.resuming() && s == t.start())) return;
+    if (s != c.steps && (c.eval_every == 0 || s % c.eval_every != 0)) return;
+    const auto t0 = Clock::now();
+    const double loss = evaluate(t.engine(), t.data().eval);
+    t.report(EvalReport{.step = s,
+                        .loss = loss,
+                        .batches = t.data().eval.size(),
+                        .seconds = std::chrono::duration<double>(Clock::now() - t0).count()});
+  }
+};
+
+// At the end and every multiple of checkpoint_every after the first step; final.gguf at `steps`.
+class Checkpointer : public Observer {
+ public:
+  void on_start(Trainer& t) override { prev_ = t.start(); }
+  void at(Trainer& t, int64_t s) override {
+    const TrainRunConfig& c = t.config();
+    if (s <= t.start() || (s != t.end() && (c.checkpoint_every == 0 || s % c.checkpoint_every != 0))) return;
+    const Checkpoint saved = write_checkpoint(t.engine(), t.tokenizer(), t.run_dir(), s, c, prev_, s == c.steps);
+    prev_ = s;
+    t.report(CheckpointReport{saved});
+  }
+
+ private:
+  int64_t prev_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Observer> console_observer() { return std::make_unique<Console>(); }
+std::unique_ptr<Observer> event_file_observer() { return std::make_unique<EventFile>(); }
+std::unique_ptr<Observer> loss_plot_observer() { return std::make_unique<LossPlot>(); }
+std::unique_ptr<Observer> evaluator() { return std::make_unique<Evaluator>(); }
+std::unique_ptr<Observer> checkpointer() { return std::make_unique<Checkpointer>(); }
+
+void add_standard_observers(Trainer& t) {
+  t.add_observer(console_observer());
+  t.add_observer(event_file_observer());
+  t.add_observer(loss_plot_observer());
+  t.add_observer(evaluator());
+  t.add_observer(checkpointer());
+}
+
+}  // namespace toy::recipes

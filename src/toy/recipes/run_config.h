@@ -1,0 +1,71 @@
+// recipes/run_config.h — L5: the settings of a training run, as `toy train` flags and as the
+// bundle's config.json (one table of both, so they cannot drift), and their validation.
+// Every recipe reads the same settings; a recipe ignores those that do not concern it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace toy::recipes {
+
+// Settings that make no sense (d_model not divisible by n_head, lr ≤ 0, …): a usage error.
+struct ConfigError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+struct TrainRunConfig {
+  std::string recipe = "from-scratch";
+  // Model (from scratch; ignored with init_weights, whose file fixes the architecture).
+  int64_t d_model = 128;  // e.g. 576
+  int64_t n_layer = 4;    // e.g. 30
+  int64_t n_head = 4;     // e.g. 9
+  int64_t n_kv_head = 0;  // 0: = n_head; e.g. 3
+  int64_t d_ff = 0;       // 0: = 3·d_model; e.g. 1536
+  bool tied = true;       // output projection = token_embd
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  // Data.
+  std::string corpus;           // UTF-8 text, tokenized once
+  std::string tokenizer;        // GGUF with tokenizer.ggml.*; empty: from init_weights, else bytes
+  std::string data_ids;         // little-endian int32 ids instead of a corpus
+  std::string eval_ids;         // held-out ids for data_ids runs (optional)
+  std::string init_weights;     // start from this GGUF instead of random weights
+  double eval_fraction = 0.05;  // last part of the corpus held out
+  int64_t eval_batches = 8;     // batches of held-out windows per evaluation
+  // Optimisation.
+  int64_t context = 128;  // T
+  int64_t batch = 16;     // B
+  int64_t steps = 1000;
+  float lr = 1e-3f;
+  std::string schedule = "cosine";  // or "constant"
+  int64_t warmup = 0;
+  float min_lr_ratio = 0.1f;  // cosine floor, as a fraction of lr
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+  float clip = 1.0f;  // 0: no clipping
+  uint64_t seed = 0;  // weights and batch sampling
+  // Run control (do not change the numbers).
+  int64_t eval_every = 100;        // 0: only at the end
+  int64_t checkpoint_every = 500;  // 0: only at the end
+  int64_t stop_after = 0;          // > 0: end this invocation after that step (resume later)
+  int threads = 0;                 // 0: the kernels' default
+  std::string runs_dir = "runs";
+  std::string run_id;  // empty: <UTC date>-<time>-<recipe>
+};
+
+nlohmann::ordered_json to_json(const TrainRunConfig& c);
+// Reads config.json back; missing keys keep their defaults. Throws ConfigError naming the key and
+// the type it must have (`"lr" must be a number, got a string ("abc")`).
+TrainRunConfig config_from_json(const nlohmann::json& j);
+// True when `name` is one directory entry name: not empty, ".", "..", no '/', '\\' or control
+// character, at most 255 bytes (a --run-id must not escape --runs-dir).
+bool is_single_path_component(std::string_view name);
+// Throws ConfigError naming the flag (--d-model, --lr, …) of the first nonsense setting.
+void validate(const TrainRunConfig& c);
+// Reads `<run_dir>/config.json`. Throws toy::DataError when it is missing, unreadable, not JSON
+// or holds a value of the wrong type.
+TrainRunConfig load_run_config(const std::string& run_dir);
+
+}  // namespace toy::recipes
