@@ -683,7 +683,7 @@ struct NormRun {
 
 NormRun run_rms_norm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& dy) {
   NormRun r{.y = std::vector<float>(x.size()), .dx = std::vector<float>(x.size(), -1.0f), .dw = w, .db = {}};
-  std::vector<float> rstd(size_t(kNormRows));
+  std::vector<float> rstd(static_cast<size_t>(kNormRows));
   rms_norm(x.data(), w.data(), kNormEps, kNormRows, kNormD, r.y.data(), rstd.data());
   rms_norm_backward(x.data(), w.data(), rstd.data(), dy.data(), kNormRows, kNormD, r.dx.data(), r.dw.data());
   return r;
@@ -692,7 +692,7 @@ NormRun run_rms_norm(const std::vector<float>& x, const std::vector<float>& w, c
 NormRun run_layer_norm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
                        const std::vector<float>& dy) {
   NormRun r{.y = std::vector<float>(x.size()), .dx = std::vector<float>(x.size(), -1.0f), .dw = w, .db = b};
-  std::vector<float> xhat(x.size()), rstd(size_t(kNormRows));
+  std::vector<float> xhat(x.size()), rstd(static_cast<size_t>(kNormRows));
   layer_norm(x.data(), w.data(), b.data(), kNormEps, kNormRows, kNormD, r.y.data(), xhat.data(), rstd.data());
   layer_norm_backward(w.data(), xhat.data(), rstd.data(), dy.data(), kNormRows, kNormD, r.dx.data(), r.dw.data(),
                       r.db.data());
