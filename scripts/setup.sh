@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # scripts/setup.sh — install toy's build dependencies from Debian's packages and build it.
-# Idempotent; works as root without a TTY (uses sudo when not root). Usage: scripts/setup.sh [build-dir]
+# Idempotent; works as root without a TTY (uses sudo when not root).
+# Usage: scripts/setup.sh [build-dir [cmake options...]]   (scripts/test.sh adds -DTOY_WERROR=ON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
+shift || true
 
 PACKAGES=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
-          python3-jsonschema)
+          python3-jsonschema clang libclang-rt-14-dev clang-format)  # tests: events schema; sanitizer build, format check
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,6 +23,6 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/toy"

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "fixtures.h"
+#include "helpers.h"
 #include "toy/archs/gemma2.h"
 #include "toy/archs/model.h"
 #include "toy/blocks/moe.h"
@@ -23,6 +24,8 @@
 #include "toy/primitives/routing.h"
 
 using namespace toy;
+using test::nmse;
+using test::randn;
 namespace fs = std::filesystem;
 
 namespace {
@@ -31,15 +34,6 @@ bool supported(const std::string& arch) {
   for (const Architecture& a : architectures())
     if (arch == a.name) return true;
   return false;
-}
-
-double nmse(std::span<const float> want, std::span<const float> got) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += double(want[i] - got[i]) * (want[i] - got[i]);
-    den += double(want[i]) * want[i];
-  }
-  return num / den;
 }
 
 // A `*.long.ref.json` reference: 200 tokens and their logits [200, V], computed in one batch.
@@ -91,13 +85,6 @@ std::string rewrite(const fs::path& in, const std::string& name, const std::func
   const std::string out = temp_path(name);
   w.write(out);
   return out;
-}
-
-Tensor randn(Shape s, std::mt19937_64& rng, float sd = 1.0f) {
-  std::normal_distribution<float> n(0.0f, sd);
-  Tensor t = Tensor::empty(std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_mut()[i] = n(rng);
-  return t;
 }
 
 }  // namespace
@@ -468,65 +455,41 @@ TEST(Archs, EveryParameterGetsAGradient) {
 
 namespace {
 
-// Checks the recorded gradient of L = Σ f(inputs) ⊙ R (R fixed, random) for every input
-// against (L(x + h) − L(x − h)) / 2h.
-void check_grad(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> in, uint64_t seed) {
+// The recorded gradient of every input against central differences (test::check_gradients),
+// with R drawn from seed; these rules chain several ops, so atol 2e-3 and rtol 2e-2.
+void check_grad(const test::Forward& f, std::vector<Tensor> in, uint64_t seed) {
   std::mt19937_64 rng(seed);
   Tensor R;
   {
     NoGrad ng;
-    Tensor y = f(in);
-    R = randn(y.shape(), rng);
+    R = randn(f(in).shape(), rng);
   }
-  for (Tensor& t : in) t.requires_grad_();
-  sum(mul(f(in), R)).backward();
-  auto loss = [&]() {
-    NoGrad ng;
-    Tensor y = f(in);
-    double s = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) s += double(y.data()[i]) * R.data()[i];
-    return s;
-  };
-  const float h = 1e-2f;
-  for (size_t a = 0; a < in.size(); ++a) {
-    ASSERT_TRUE(in[a].grad().defined()) << "input " << a << " got no gradient";
-    for (int64_t i = 0; i < in[a].numel(); ++i) {
-      float* x = in[a].data_mut() + i;
-      const float x0 = *x;
-      *x = x0 + h;
-      const double up = loss();
-      *x = x0 - h;
-      const double down = loss();
-      *x = x0;
-      const double num = (up - down) / (2 * h), got = in[a].grad().data()[i];
-      EXPECT_NEAR(got, num, 2e-3 + 2e-2 * std::abs(num)) << "input " << a << ", element " << i;
-    }
-  }
+  test::check_gradients({.f = f, .tol = {.atol = 2e-3, .rtol = 2e-2}}, in, R);
 }
 
 }  // namespace
 
 TEST(PrimitiveGradients, Softmax) {
   std::mt19937_64 rng(1);
-  check_grad([](const std::vector<Tensor>& a) { return softmax(a[0]); }, {randn({3, 5}, rng)}, 11);
+  check_grad([](std::span<const Tensor> a) { return softmax(a[0]); }, {randn({3, 5}, rng)}, 11);
 }
 
 TEST(PrimitiveGradients, SlabAndNarrow) {
   std::mt19937_64 rng(2);
-  check_grad([](const std::vector<Tensor>& a) { return slab(a[0], 1); }, {randn({3, 2, 4}, rng)}, 12);
-  check_grad([](const std::vector<Tensor>& a) { return narrow(a[0], 2, 3); }, {randn({2, 3, 6}, rng)}, 13);
+  check_grad([](std::span<const Tensor> a) { return slab(a[0], 1); }, {randn({3, 2, 4}, rng)}, 12);
+  check_grad([](std::span<const Tensor> a) { return narrow(a[0], 2, 3); }, {randn({2, 3, 6}, rng)}, 13);
 }
 
 TEST(PrimitiveGradients, GatherConcatScatterScaleRows) {
   std::mt19937_64 rng(3);
   const Tensor rows = Tensor::from_ids({5}, std::vector<int32_t>{2, 0, 2, 3, 0});  // repeats add up
-  check_grad([&](const std::vector<Tensor>& a) { return gather_rows(a[0], rows); }, {randn({4, 3}, rng)}, 14);
-  check_grad([&](const std::vector<Tensor>& a) { return scatter_add_rows(a[0], rows, a[1]); },
+  check_grad([&](std::span<const Tensor> a) { return gather_rows(a[0], rows); }, {randn({4, 3}, rng)}, 14);
+  check_grad([&](std::span<const Tensor> a) { return scatter_add_rows(a[0], rows, a[1]); },
              {randn({4, 3}, rng), randn({5, 3}, rng)}, 15);
-  check_grad([](const std::vector<Tensor>& a) { return scale_rows(a[0], a[1]); }, {randn({4, 3}, rng), randn({4}, rng)},
+  check_grad([](std::span<const Tensor> a) { return scale_rows(a[0], a[1]); }, {randn({4, 3}, rng), randn({4}, rng)},
              16);
   check_grad(
-      [](const std::vector<Tensor>& a) {
+      [](std::span<const Tensor> a) {
         return concat_rows({a[0], a[1]});
       },
       {randn({2, 3}, rng), randn({3, 3}, rng)}, 18);
@@ -538,7 +501,7 @@ TEST(PrimitiveGradients, MoeFfn) {
   std::mt19937_64 rng(4);
   const int64_t N = 4, D = 4, F = 3, E = 3;
   check_grad(
-      [&](const std::vector<Tensor>& a) {
+      [&](std::span<const Tensor> a) {
         return moe_ffn({.ffn_gate_inp = a[1], .ffn_gate_exps = a[2], .ffn_up_exps = a[3], .ffn_down_exps = a[4]},
                        {.n_expert = E, .n_expert_used = 2}, a[0]);
       },

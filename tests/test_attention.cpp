@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "helpers.h"
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
 
 using namespace toy;
+using test::randn;
 
 namespace {
 
@@ -30,13 +32,6 @@ struct Case {
            std::to_string(o.window);
   }
 };
-
-Tensor randn(Shape shape, std::mt19937_64& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(size_t(numel(shape)));
-  for (float& x : v) x = dist(rng);
-  return Tensor::from(shape, v);
-}
 
 // o [B, T, H, Dh] in double: causal, grouped, with the window and the cap, as primitives.h says.
 std::vector<double> reference(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v) {

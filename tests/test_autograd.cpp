@@ -1,6 +1,6 @@
 // tests/test_autograd.cpp — every primitive's backward rule against central finite differences.
 //
-// How a check works (check_op below). An op struct gives `inputs(rng)` and `forward(x)`. The
+// How a check works (check_op below, test::check_gradients in helpers.h). An op struct gives `inputs(rng)` and `forward(x)`. The
 // harness draws a fixed random projection R of the output's shape and differentiates the scalar
 //     L(x) = Σ_i forward(x)_i · R_i
 // twice: by backprop (our rules; the seed is R, through mul + sum) and numerically, element by
@@ -30,6 +30,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "helpers.h"
 #include "toy/archs/model.h"
 #include "toy/blocks/blocks.h"
 #include "toy/kernels/kernels.h"
@@ -41,12 +42,7 @@ namespace {
 
 struct Rng {
   std::mt19937 gen{1234};
-  Tensor normal(Shape s, float mean = 0.0f, float std = 1.0f) {
-    std::normal_distribution<float> d(mean, std);
-    Tensor t = Tensor::empty(std::move(s));
-    for (int64_t i = 0; i < t.numel(); ++i) t.data_mut()[i] = d(gen);
-    return t;
-  }
+  Tensor normal(Shape s, float mean = 0.0f, float std = 1.0f) { return test::randn(std::move(s), gen, std, mean); }
   Tensor ids(Shape s, int32_t n) {
     std::uniform_int_distribution<int32_t> d(0, n - 1);
     std::vector<int32_t> v(size_t(numel(s)));
@@ -55,17 +51,7 @@ struct Rng {
   }
 };
 
-struct Tolerance {
-  double h = 1e-2, atol = 1e-3, rtol = 1e-2;
-};
-
-// L = Σ forward(x)·R in double from the f32 outputs.
-double projected(const Tensor& y, const Tensor& R) {
-  double s = 0;
-  const float *py = y.data(), *pr = R.data();
-  for (int64_t i = 0; i < y.numel(); ++i) s += double(py[i]) * pr[i];
-  return s;
-}
+using Tolerance = test::GradTolerance;
 
 // The checks run thousands of tiny forward passes: one thread avoids waking the pool for each.
 struct OneThread {
@@ -74,63 +60,24 @@ struct OneThread {
   ~OneThread() { kernels::set_num_threads(prev); }
 };
 
+// The op's inputs and projection R drawn from one generator, then test::check_gradients.
 template <class Op>
 void check_op() {
   OneThread one_thread;
   Rng rng;
   std::vector<Tensor> x = Op::inputs(rng);
-  Tolerance tol;
-  if constexpr (requires { Op::tolerance(); }) tol = Op::tolerance();
-  auto differentiable = [&](size_t i) {
-    if (x[i].dtype() != DType::F32) return false;
-    if constexpr (requires { Op::differentiable(i); }) return Op::differentiable(i);
-    return true;
-  };
-  for (size_t i = 0; i < x.size(); ++i)
-    if (differentiable(i)) x[i].requires_grad_();
-
-  // Backprop.
-  Tensor y = Op::forward(x);
-  ASSERT_TRUE(y.requires_grad()) << "the op recorded no backward rule";
-  Tensor R = rng.normal(y.shape());
-  sum(mul(y, R)).backward();
-
-  // Central differences of the numeric side (the same forward, or a reference the op names).
-  NoGrad no_grad;
-  auto numeric_forward = [&]() {
-    if constexpr (requires { Op::reference(x); })
-      return Op::reference(x);
-    else
-      return Op::forward(x);
-  };
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (!differentiable(i)) {
-      EXPECT_FALSE(x[i].grad().defined()) << "input " << i << " got a gradient it should not";
-      continue;
-    }
-    ASSERT_TRUE(x[i].grad().defined()) << "input " << i << " got no gradient";
-    const Tensor g = x[i].grad();
-    ASSERT_EQ(g.shape(), x[i].shape());
-    double worst = 0, worst_a = 0, worst_n = 0;
-    int64_t worst_e = -1;
-    for (int64_t e = 0; e < x[i].numel(); ++e) {
-      float* p = x[i].data_mut() + e;
-      const float keep = *p;
-      *p = keep + float(tol.h);
-      const double up = projected(numeric_forward(), R);
-      *p = keep - float(tol.h);
-      const double down = projected(numeric_forward(), R);
-      *p = keep;
-      const double numeric = (up - down) / (2 * tol.h);
-      const double analytic = g.data()[e];
-      const double ratio = std::abs(analytic - numeric) / (tol.atol + tol.rtol * std::abs(numeric));
-      if (ratio > worst) worst = ratio, worst_a = analytic, worst_n = numeric, worst_e = e;
-    }
-    if (std::getenv("GRAD_VERBOSE"))
-      std::printf("  %s input %zu: worst error / bound = %.3g\n", typeid(Op).name(), i, worst);
-    EXPECT_LE(worst, 1.0) << "input " << i << " " << to_string(x[i].shape()) << ", element " << worst_e << ": analytic "
-                          << worst_a << " vs numeric " << worst_n;
+  test::GradCheck c{.f = [](std::span<const Tensor> in) { return Op::forward(in); }, .name = typeid(Op).name()};
+  if constexpr (requires { Op::tolerance(); }) c.tol = Op::tolerance();
+  if constexpr (requires { Op::reference(x); })
+    c.numeric = [](std::span<const Tensor> in) { return Op::reference(in); };
+  if constexpr (requires { Op::differentiable(size_t(0)); })
+    c.differentiable = [](size_t i) { return Op::differentiable(i); };
+  Tensor R;
+  {
+    NoGrad no_grad;
+    R = rng.normal(Op::forward(x).shape());
   }
+  test::check_gradients(c, x, R);
 }
 
 // ------------------------------------------------------------------------------------------

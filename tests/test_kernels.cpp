@@ -1,7 +1,8 @@
 // tests/test_kernels.cpp — fast kernels against the naive references, thread pool, determinism.
 //
-// Every matmul_wt path (each weight dtype; scalar, AVX2 and AVX-512 VNNI), gemm (all transposes)
-// and attention's decode kernels are compared with references computed in double, on odd shapes.
+// Every matmul_wt path (each weight dtype; scalar, AVX2 and AVX-512 VNNI), gemm (all transposes),
+// attention's decode kernels, attention and the norms (forward and backward) are compared with
+// references computed in double, on odd shapes.
 // Results must be bit-identical for 1, 2 and 3 threads, row m of a matmul must not depend on how
 // many rows come with it, and the VNNI path must give the AVX2 path's bits.
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "helpers.h"
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 #include "toy/kernels/reference.h"
@@ -22,6 +24,7 @@
 
 using namespace toy;
 using namespace toy::kernels;
+using test::randn;
 
 namespace {
 
@@ -34,14 +37,6 @@ struct KernelState {
     set_simd(path);
   }
 };
-
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // N rows of K weights of type t as random bytes with sane half scales: every bit pattern of the
 // values and integer scales is a valid block, so this reaches the extremes (a Q8_0 weight −128, a
@@ -544,4 +539,212 @@ TEST(KernelGemm, EmptyInnerDimension) {
   EXPECT_EQ(C, (std::vector<float>{1, 2, 3, 4}));
   gemm(false, false, 2, 2, 0, nullptr, nullptr, C.data(), false);
   EXPECT_EQ(C, (std::vector<float>{0, 0, 0, 0}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention and the norms: the kernels behind primitives/attention.cpp and norm.cpp, forward and
+// backward, against the references in double (kernels/reference.h), on every SIMD path.
+
+namespace {
+
+// Both paths of the forward (decode chunks for T < 8, gemm blocks from 8 queries on), with
+// grouped heads, a cached prefix (S > T), several key chunks (S > 64) or query blocks (T > 32),
+// the sliding window and the soft-cap.
+const AttentionGeometry kAttentionCases[] = {
+    {.B = 2, .T = 3, .S = 150, .H = 4, .Hkv = 2, .Dh = 16, .scale = 0.25f},
+    {.B = 1, .T = 5, .S = 140, .H = 2, .Hkv = 1, .Dh = 8, .scale = 0.35f, .softcap = 2.0f, .window = 70},
+    {.B = 2, .T = 40, .S = 45, .H = 4, .Hkv = 2, .Dh = 16, .scale = 0.25f},
+    {.B = 1, .T = 70, .S = 70, .H = 2, .Hkv = 2, .Dh = 8, .scale = 0.35f, .softcap = 1.5f, .window = 20},
+};
+
+std::string attention_name(const AttentionGeometry& g) {
+  return "B" + std::to_string(g.B) + " T" + std::to_string(g.T) + " S" + std::to_string(g.S) + " H" +
+         std::to_string(g.H) + "/" + std::to_string(g.Hkv) + " Dh" + std::to_string(g.Dh) + " cap " +
+         std::to_string(g.softcap) + " window " + std::to_string(g.window);
+}
+
+// Everything one attention call reads and writes, in f32.
+struct AttentionRun {
+  std::vector<float> o = {}, P = {}, capped = {}, dq = {}, dk = {}, dv = {};
+};
+
+struct AttentionInputs {
+  std::vector<float> q, k, v, dout;
+  explicit AttentionInputs(const AttentionGeometry& g)
+      : q(randn(size_t(g.B * g.T * g.H * g.Dh), 1)),
+        k(randn(size_t(g.B * g.S * g.Hkv * g.Dh), 2)),
+        v(randn(size_t(g.B * g.S * g.Hkv * g.Dh), 3)),
+        dout(randn(size_t(g.B * g.T * g.H * g.Dh), 4)) {}
+};
+
+AttentionRun run_attention(const AttentionGeometry& g, const AttentionInputs& in) {
+  const size_t probs = size_t(g.B * g.H * g.T * g.S);
+  AttentionRun r{.o = std::vector<float>(in.q.size()),
+                 .P = std::vector<float>(probs, -1.0f),
+                 .capped = std::vector<float>(probs, -1.0f),
+                 .dq = std::vector<float>(in.q.size(), -1.0f),
+                 .dk = std::vector<float>(in.k.size(), -1.0f),
+                 .dv = std::vector<float>(in.v.size(), -1.0f)};
+  float* capped = g.softcap > 0 ? r.capped.data() : nullptr;
+  attention(g, in.q.data(), in.k.data(), in.v.data(), DType::F32, r.o.data(), r.P.data(), capped);
+  attention_backward(g, in.q.data(), in.k.data(), in.v.data(), r.P.data(), capped, in.dout.data(), r.dq.data(),
+                     r.dk.data(), r.dv.data());
+  return r;
+}
+
+// max |got − want| over max(1, max |want|): errors of f32 sums whose terms are O(1).
+double max_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, mag = 1;
+  for (size_t i = 0; i < want.size(); ++i)
+    err = std::max(err, std::fabs(double(got[i]) - want[i])), mag = std::max(mag, std::fabs(double(want[i])));
+  return err / mag;
+}
+
+}  // namespace
+
+// The bound: a score sums Dh ≤ 16 products of N(0, 1) values, an output S ≤ 150 terms of P·v,
+// a gradient as many again, in f32 (2⁻²⁴ ≈ 6e-8 per rounding, exp within 2 ulp): ≲ 1e-6 of the
+// largest value, which 2e-5 leaves room for; a wrong mask, scale or cap term is O(0.1) or more.
+TEST(KernelAttention, ForwardAndBackwardMatchTheReference) {
+  KernelState keep;
+  for (const AttentionGeometry& g : kAttentionCases) {
+    const AttentionInputs in(g);
+    AttentionRun want{.o = std::vector<float>(in.q.size()),
+                      .P = std::vector<float>(size_t(g.B * g.H * g.T * g.S)),
+                      .dq = std::vector<float>(in.q.size()),
+                      .dk = std::vector<float>(in.k.size()),
+                      .dv = std::vector<float>(in.v.size())};
+    reference::attention<double>(g, in.q.data(), in.k.data(), in.v.data(), want.o.data(), want.P.data());
+    reference::attention_backward<double>(g, in.q.data(), in.k.data(), in.v.data(), want.P.data(), in.dout.data(),
+                                          want.dq.data(), want.dk.data(), want.dv.data());
+    for (Simd s : paths()) {
+      set_simd(s);
+      SCOPED_TRACE(attention_name(g) + " " + path_name(s));
+      const AttentionRun got = run_attention(g, in);
+      EXPECT_LE(max_error(got.o, want.o), 2e-5);
+      EXPECT_LE(max_error(got.P, want.P), 2e-5);  // 0 where masked
+      EXPECT_LE(max_error(got.dq, want.dq), 2e-5);
+      EXPECT_LE(max_error(got.dk, want.dk), 2e-5);
+      EXPECT_LE(max_error(got.dv, want.dv), 2e-5);
+    }
+  }
+}
+
+// An F16 KV cache is read as its halves widened exactly: the reference on the widened values.
+TEST(KernelAttention, HalfKeysAndValuesMatchTheReference) {
+  KernelState keep;
+  for (const AttentionGeometry& g : kAttentionCases) {
+    AttentionInputs in(g);
+    std::vector<uint16_t> k16(in.k.size()), v16(in.v.size());
+    for (size_t i = 0; i < in.k.size(); ++i) {
+      k16[i] = f32_to_fp16(in.k[i]), v16[i] = f32_to_fp16(in.v[i]);
+      in.k[i] = fp16_to_f32(k16[i]), in.v[i] = fp16_to_f32(v16[i]);
+    }
+    std::vector<float> want(in.q.size()), P(size_t(g.B * g.H * g.T * g.S));
+    reference::attention<double>(g, in.q.data(), in.k.data(), in.v.data(), want.data(), P.data());
+    for (Simd s : paths()) {
+      set_simd(s);
+      SCOPED_TRACE(attention_name(g) + " " + path_name(s));
+      std::vector<float> got(in.q.size());
+      attention(g, in.q.data(), k16.data(), v16.data(), DType::F16, got.data(), nullptr, nullptr);
+      EXPECT_LE(max_error(got, want), 2e-5);
+    }
+  }
+}
+
+TEST(KernelAttention, BitIdenticalForAnyThreadCount) {
+  KernelState keep;
+  for (const AttentionGeometry& g : kAttentionCases) {
+    SCOPED_TRACE(attention_name(g));
+    const AttentionInputs in(g);
+    set_num_threads(1);
+    const AttentionRun one = run_attention(g, in);
+    for (int threads : {2, 3}) {
+      set_num_threads(threads);
+      const AttentionRun many = run_attention(g, in);
+      EXPECT_EQ(many.o, one.o) << threads << " threads";
+      EXPECT_EQ(many.P, one.P) << threads << " threads";
+      EXPECT_EQ(many.dq, one.dq) << threads << " threads";
+      EXPECT_EQ(many.dk, one.dk) << threads << " threads";
+      EXPECT_EQ(many.dv, one.dv) << threads << " threads";
+    }
+  }
+}
+
+namespace {
+
+// R rows of D values: 150 rows are three blocks of rms_norm_backward's 64 rows.
+constexpr int64_t kNormRows = 150, kNormD = 48;
+constexpr float kNormEps = 1e-5f;
+
+struct NormRun {
+  std::vector<float> y = {}, dx = {}, dw = {}, db = {};
+};
+
+NormRun run_rms_norm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& dy) {
+  NormRun r{.y = std::vector<float>(x.size()), .dx = std::vector<float>(x.size(), -1.0f), .dw = w, .db = {}};
+  std::vector<float> rstd(static_cast<size_t>(kNormRows));
+  rms_norm(x.data(), w.data(), kNormEps, kNormRows, kNormD, r.y.data(), rstd.data());
+  rms_norm_backward(x.data(), w.data(), rstd.data(), dy.data(), kNormRows, kNormD, r.dx.data(), r.dw.data());
+  return r;
+}
+
+NormRun run_layer_norm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                       const std::vector<float>& dy) {
+  NormRun r{.y = std::vector<float>(x.size()), .dx = std::vector<float>(x.size(), -1.0f), .dw = w, .db = b};
+  std::vector<float> xhat(x.size()), rstd(static_cast<size_t>(kNormRows));
+  layer_norm(x.data(), w.data(), b.data(), kNormEps, kNormRows, kNormD, r.y.data(), xhat.data(), rstd.data());
+  layer_norm_backward(w.data(), xhat.data(), rstd.data(), dy.data(), kNormRows, kNormD, r.dx.data(), r.dw.data(),
+                      r.db.data());
+  return r;
+}
+
+}  // namespace
+
+// The bound: a row's statistics sum D = 48 values in double, dx sums D f32 products, dw and db
+// R = 150 rows in f32: ≲ 1e-5 of the largest value (dw), which 5e-5 leaves room for; a missing
+// term of a gradient is O(0.1) of it.
+TEST(KernelNorms, ForwardAndBackwardMatchTheReference) {
+  KernelState keep;
+  const auto x = randn(size_t(kNormRows * kNormD), 5, 2.0f), dy = randn(x.size(), 6);
+  const auto w = randn(size_t(kNormD), 7), b = randn(size_t(kNormD), 8);
+  NormRun rms{.y = std::vector<float>(x.size()), .dx = std::vector<float>(x.size()), .dw = w, .db = {}};
+  reference::rms_norm<double>(x.data(), w.data(), kNormEps, kNormRows, kNormD, rms.y.data());
+  reference::rms_norm_backward<double>(x.data(), w.data(), kNormEps, dy.data(), kNormRows, kNormD, rms.dx.data(),
+                                       rms.dw.data());
+  NormRun ln{.y = std::vector<float>(x.size()), .dx = std::vector<float>(x.size()), .dw = w, .db = b};
+  reference::layer_norm<double>(x.data(), w.data(), b.data(), kNormEps, kNormRows, kNormD, ln.y.data());
+  reference::layer_norm_backward<double>(x.data(), w.data(), kNormEps, dy.data(), kNormRows, kNormD, ln.dx.data(),
+                                         ln.dw.data(), ln.db.data());
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    const NormRun got_rms = run_rms_norm(x, w, dy), got_ln = run_layer_norm(x, w, b, dy);
+    EXPECT_LE(max_error(got_rms.y, rms.y), 5e-5);
+    EXPECT_LE(max_error(got_rms.dx, rms.dx), 5e-5);
+    EXPECT_LE(max_error(got_rms.dw, rms.dw), 5e-5);
+    EXPECT_LE(max_error(got_ln.y, ln.y), 5e-5);
+    EXPECT_LE(max_error(got_ln.dx, ln.dx), 5e-5);
+    EXPECT_LE(max_error(got_ln.dw, ln.dw), 5e-5);
+    EXPECT_LE(max_error(got_ln.db, ln.db), 5e-5);
+  }
+}
+
+TEST(KernelNorms, BitIdenticalForAnyThreadCount) {
+  KernelState keep;
+  const auto x = randn(size_t(kNormRows * kNormD), 9, 2.0f), dy = randn(x.size(), 10);
+  const auto w = randn(size_t(kNormD), 11), b = randn(size_t(kNormD), 12);
+  set_num_threads(1);
+  const NormRun rms = run_rms_norm(x, w, dy), ln = run_layer_norm(x, w, b, dy);
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    const NormRun rms_n = run_rms_norm(x, w, dy), ln_n = run_layer_norm(x, w, b, dy);
+    EXPECT_EQ(rms_n.y, rms.y) << threads;
+    EXPECT_EQ(rms_n.dx, rms.dx) << threads;
+    EXPECT_EQ(rms_n.dw, rms.dw) << threads;
+    EXPECT_EQ(ln_n.y, ln.y) << threads;
+    EXPECT_EQ(ln_n.dx, ln.dx) << threads;
+    EXPECT_EQ(ln_n.dw, ln.dw) << threads;
+    EXPECT_EQ(ln_n.db, ln.db) << threads;
+  }
 }

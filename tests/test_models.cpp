@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
+#include "helpers.h"
 #include "toy/archs/model.h"
 #include "toy/engines/decode.h"
 
@@ -62,15 +63,6 @@ std::vector<float> teacher_forced_logits(const Model& model, const std::vector<i
   return got;
 }
 
-double nmse(const float* want, const std::vector<float>& got) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    num += double(want[i] - got[i]) * (want[i] - got[i]);
-    den += double(want[i]) * want[i];
-  }
-  return num / den;
-}
-
 // Runs prompt + teacher-forced decode and compares with the reference. Returns a message on failure.
 void check_model(const Case& c) {
   auto ref = nlohmann::json::parse(test::read_text(c.ref));
@@ -92,7 +84,7 @@ void check_model(const Case& c) {
 
   double den = 0;
   for (int64_t i = 0; i < rows * V; ++i) den += double(want[i]) * want[i];
-  const double sq = std::sqrt(den / double(rows * V)), err = nmse(want, got);
+  const double sq = std::sqrt(den / double(rows * V)), err = test::nmse({want, got.size()}, got);
   const std::string dtype = ref["dtype"];
   const Tolerance tol = tolerance_for(dtype);
   EXPECT_LE(err, tol.nmse) << c.model.filename() << " (" << dtype << ")";
@@ -161,7 +153,8 @@ TEST(Models, F16KvCacheStaysWithinTheF16Limit) {
     auto model = load_model(gguf::GgufFile::open(c.model.string()));
     const std::vector<float> f32 = teacher_forced_logits(*model, prompt, greedy, rows, DType::F32);
     const std::vector<float> f16 = teacher_forced_logits(*model, prompt, greedy, rows, DType::F16);
-    const double vs_ref = nmse(reinterpret_cast<const float*>(raw.data()), f16), vs_f32 = nmse(f32.data(), f16);
+    const double vs_ref = test::nmse({reinterpret_cast<const float*>(raw.data()), f16.size()}, f16),
+                 vs_f32 = test::nmse(f32, f16);
     EXPECT_LE(vs_ref, 5e-6);
     EXPECT_LE(vs_f32, 5e-6);
     EXPECT_GT(vs_f32, 0);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "helpers.h"
 #include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
 #include "toy/tensor/quant.h"
@@ -51,14 +52,6 @@ std::vector<float> decode(DType t, const Block& b) {
   std::vector<float> y(size_t(info(t).block_size));
   dequantize(t, &b, y.data(), int64_t(y.size()));
   return y;
-}
-
-std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
 }
 
 // Packs eight 6-bit (scale, min) pairs as Q4_K/Q5_K store them: pairs 0-3 in the low 6 bits of
@@ -270,7 +263,7 @@ TEST(QuantBlocks, RejectsPartialBlocksAndUnknownTypes) {
 
 TEST(QuantRoundTrip, Q8_0WithinHalfAStep) {
   const int64_t n = 32 * 64;
-  auto x = random_values(size_t(n), 1);
+  auto x = test::randn(size_t(n), 1);
   x[5] = 0;  // a zero, and an all-zero block below
   for (int j = 64; j < 96; ++j) x[size_t(j)] = 0;
   std::vector<BlockQ8_0> b(static_cast<size_t>(n / 32));
@@ -290,7 +283,7 @@ TEST(QuantRoundTrip, Q8_0WithinHalfAStep) {
 
 TEST(QuantRoundTrip, Q4_0WithinOneStep) {
   const int64_t n = 32 * 64;
-  auto x = random_values(size_t(n), 2);
+  auto x = test::randn(size_t(n), 2);
   std::vector<BlockQ4_0> b(size_t(n / 32));
   std::vector<float> y(static_cast<size_t>(n));
   quantize(DType::Q4_0, x.data(), b.data(), n);
@@ -315,7 +308,7 @@ TEST(QuantRoundTrip, Q4_0WithinOneStep) {
 
 TEST(QuantRoundTrip, Q8_KWithinHalfAStepAndBsums) {
   const int64_t n = 256 * 8;
-  auto x = random_values(size_t(n), 3, 3.0f);
+  auto x = test::randn(size_t(n), 3, 3.0f);
   std::vector<BlockQ8_K> b(size_t(n / 256));
   std::vector<float> y(static_cast<size_t>(n));
   quantize(DType::Q8_K, x.data(), b.data(), n);
@@ -341,7 +334,7 @@ TEST(QuantRoundTrip, Q8_KWithinHalfAStepAndBsums) {
 
 TEST(QuantRoundTrip, OtherLegacyFormatsAndScalars) {
   const int64_t n = 32 * 32;
-  auto x = random_values(size_t(n), 4);
+  auto x = test::randn(size_t(n), 4);
   struct Case {
     DType t;
     double max_rel_rms;
@@ -369,7 +362,7 @@ TEST(QuantRoundTrip, OtherLegacyFormatsAndScalars) {
 // integers loses up to a third of their range (the format's limit, not the quantizer's).
 TEST(QuantRoundTrip, KQuantsWithinAStepOfTheirSubBlock) {
   const int64_t n = QK_K * 24;
-  auto x = random_values(size_t(n), 5);
+  auto x = test::randn(size_t(n), 5);
   std::fill(x.begin(), x.begin() + QK_K, 0.0f);                                              // block 0: zeros
   std::fill(x.begin() + QK_K, x.begin() + 2 * QK_K, 0.75f);                                  // block 1: constant
   for (int64_t i = 2 * QK_K; i < 3 * QK_K; ++i) x[size_t(i)] = std::fabs(x[size_t(i)]) + 1;  // positive
@@ -403,7 +396,9 @@ TEST(QuantRoundTrip, KQuantsWithinAStepOfTheirSubBlock) {
     double se = 0, sx = 0;
     for (int64_t i = 0; i < n; ++i) {
       const float e = std::fabs(y[size_t(i)] - x[size_t(i)]);
-      if (i / QK_K != 3) EXPECT_LE(e, step[size_t(i)] * 1.0001f + 1e-6f) << name(c.t) << " value " << i;
+      if (i / QK_K != 3) {
+        EXPECT_LE(e, step[size_t(i)] * 1.0001f + 1e-6f) << name(c.t) << " value " << i;
+      }
       if (i >= 4 * QK_K) se += double(e) * e, sx += double(x[size_t(i)]) * x[size_t(i)];
     }
     EXPECT_LT(std::sqrt(se / sx), c.max_rel_rms) << name(c.t);

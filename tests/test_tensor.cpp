@@ -39,7 +39,9 @@ TEST(TensorStorage, ReusedBuffersAreZeroedWhereTheContractSays) {
       used = a.raw();
     }
     Tensor z = Tensor::zeros({100});
-    if (Storage::kCacheBuffers) EXPECT_EQ(z.raw(), used);
+    if (Storage::kCacheBuffers) {
+      EXPECT_EQ(z.raw(), used);
+    }
     EXPECT_TRUE(all_zero(z, 0, block_bytes(z))) << "zeros from a reused buffer";
     dirty(z);
     z = Tensor();

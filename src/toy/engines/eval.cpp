@@ -50,12 +50,6 @@ std::vector<TokenScore> score_logits(const Tensor& logits, std::span<const int32
   return out;
 }
 
-std::vector<TokenScore> score_tokens(DecodeEngine& engine, std::span<const int32_t> ids, int top_k) {
-  if (ids.size() < 2) return {};
-  engine.reset();
-  return score_logits(engine.feed(ids), ids, top_k);  // logits [T, V]
-}
-
 namespace {
 
 // Running sums of the per-token negative log-likelihoods, as llama.cpp keeps them.

@@ -47,9 +47,6 @@ struct TokenScore {
 // Returns ids.size() − 1 scores; ids[0] is context only.
 std::vector<TokenScore> score_logits(const Tensor& logits, std::span<const int32_t> ids, int top_k);
 
-// The same after feeding ids in one batch (they must fit the engine's context; it is reset first).
-std::vector<TokenScore> score_tokens(DecodeEngine& engine, std::span<const int32_t> ids, int top_k);
-
 struct PerplexityOptions {
   int64_t n_ctx = 512;         // tokens per window (llama.cpp's default -c 512)
   int64_t stride = 0;          // 0: llama.cpp chunks; > 0: strided sliding window (≤ n_ctx)

@@ -50,8 +50,11 @@ bool os_saves_avx512_state() {
 
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool has =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know "f16c").
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && [] {
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  }();
   return has;
 #else
   return false;

@@ -1,10 +1,13 @@
-// kernels/kernels.h — the numeric work behind the primitives: products, thread pool.
+// kernels/kernels.h — the numeric work behind the primitives: products, attention, norms, thread pool.
 //
-// Model code never calls these directly; primitives do. Every kernel is deterministic and
+// Model code never calls these directly; primitives do. Kernels take plain arrays and sizes and
+// know nothing of tensors or autograd: a primitive checks shapes, calls the forward kernel and
+// records the backward one (the seam another backend plugs into). Every kernel is deterministic and
 // independent of the thread count: work is split by output rows, and each output element is
 // reduced by one thread in a fixed order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -51,6 +54,21 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t beg
 // y[i] = silu(x[i]) = x[i] / (1 + exp(−x[i])) for i < n (vectorised exp: within ~2 ulp).
 void silu(const float* x, float* y, int64_t n);
 
+// Elementwise over n values, split over the threads (the math: primitives/elementwise.cpp).
+void add(const float* a, const float* b, float* y, int64_t n);  // y = a + b
+void mul(const float* a, const float* b, float* y, int64_t n);  // y = a·b
+void scale(const float* x, float s, float* y, int64_t n);       // y = s·x
+// dx = dy·silu'(x) = dy·σ(x)(1 + x(1 − σ(x))).
+void silu_backward(const float* dy, const float* x, float* dx, int64_t n);
+// y = gelu_tanh(x) as ggml's fp16 table gives it: x rounded to fp16, the result rounded to fp16,
+// 0 below −10 and x above 10.
+void gelu_tanh(const float* x, float* y, int64_t n);
+// dx = dy·gelu'(x), the derivative of the exact tanh curve.
+void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n);
+void softcap(const float* x, float cap, float* y, int64_t n);  // y = cap·tanh(x/cap)
+// dx = dy·(1 − (y/cap)²), from softcap's output y.
+void softcap_backward(const float* dy, const float* y, float cap, float* dx, int64_t n);
+
 // y[i] = the IEEE half x[i] as f32 (exact; F16C when the CPU has it).
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 
@@ -71,5 +89,71 @@ SoftmaxTerms softmax_terms(float* x, int64_t n);
 void prefetch_rows(const void* x, DType kv, int64_t stride, int64_t n, int64_t d);
 // o[e] = Σ_j p[j] · v_j[e] for e < d, summed in order of j.
 void weighted_sum(const float* p, const void* v, DType kv, int64_t stride, int64_t n, int64_t d, float* o);
+
+// --- rows of [M, D] matrices (the math: primitives/indexing.cpp, linear.cpp) -----------------
+// y[m, :] = x[rows[m], :], rows in [0, N) (checked by the caller).
+void gather_rows(const float* x, const int32_t* rows, int64_t M, int64_t D, float* y);
+// The same from a table of any dtype xt (an embedding), each row dequantized to f32.
+void gather_rows_wt(const void* x, DType xt, const int32_t* rows, int64_t M, int64_t D, float* y);
+// y[rows[m], :] += src[m, :] in order of m (repeated rows add up).
+void scatter_add_rows(const int32_t* rows, const float* src, int64_t M, int64_t D, float* y);
+void scale_rows(const float* x, const float* s, int64_t M, int64_t D, float* y);  // y[m, :] = s[m]·x[m, :]
+// out[m] = Σ_d a[m, d]·b[m, d], summed in double.
+void row_dots(const float* a, const float* b, int64_t M, int64_t D, float* out);
+void add_to_rows(const float* b, int64_t M, int64_t D, float* y);  // y[m, :] += b  (a bias)
+void sum_rows(const float* x, int64_t M, int64_t D, float* out);   // out = Σ_m x[m, :], in order of m
+// Columns [x_begin, x_begin + n) of the R rows of x (x_cols wide) to columns [y_begin, y_begin + n)
+// of y (y_cols wide).
+void copy_columns(const float* x, int64_t x_cols, int64_t x_begin, float* y, int64_t y_cols, int64_t y_begin, int64_t R,
+                  int64_t n);
+
+// --- attention (the math: primitives/attention.cpp; how it is computed: attention.cpp) -------
+// Causal grouped-query attention of q [B, T, H, Dh] against keys and values [B, S, Hkv, Dh]:
+// query t sits at position S − T + t and sees the keys j with first_key(t) ≤ j ≤ S − T + t;
+// query head h reads KV head h / (H / Hkv). s_j = scale·q·k_j, or cap·tanh(scale·q·k_j / cap)
+// with softcap > 0; P = softmax(s); o = Σ_j P_j v_j.
+struct AttentionGeometry {
+  int64_t B, T, S, H, Hkv, Dh;
+  float scale = 1.0f, softcap = 0.0f;
+  int64_t window = 0;  // > 0: a query at p sees keys at p − window < j ≤ p
+  int64_t first_key(int64_t t) const {
+    const int64_t p = S - T + t;
+    return window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+  }
+};
+// o [B, T, H, Dh] from q, and k and v of type kv (F32, or F16: a KV cache). P and capped, when not
+// null, receive [B, H, T, S] the probabilities and (softcap > 0) the capped scores, 0 where masked:
+// what attention_backward needs.
+void attention(const AttentionGeometry& g, const float* q, const void* k, const void* v, DType kv, float* o, float* P,
+               float* capped);
+// dq [B, T, H, Dh], dk, dv [B, S, Hkv, Dh] (overwritten) from dout = dL/do, the f32 inputs and
+// what attention saved (capped may be null when softcap is 0).
+void attention_backward(const AttentionGeometry& g, const float* q, const float* k, const float* v, const float* P,
+                        const float* capped, const float* dout, float* dq, float* dk, float* dv);
+
+// --- normalisation over rows of D values (the math: primitives/norm.cpp) --------------------
+// y = x·r·w with r = 1/sqrt(mean(x²) + eps) per row (sum of squares in double, as ggml); rstd[R] ← r.
+void rms_norm(const float* x, const float* w, float eps, int64_t R, int64_t D, float* y, float* rstd);
+// dx [R, D], dw [D] (overwritten): with x̂ = x·r, g = dy·w: dx = r·(g − x̂·mean(g·x̂)), dw = Σ_rows dy·x̂.
+void rms_norm_backward(const float* x, const float* w, const float* rstd, const float* dy, int64_t R, int64_t D,
+                       float* dx, float* dw);
+// x̂ = (x − μ)·r with r = 1/sqrt(σ² + eps) per row (biased variance), y = x̂·w + b; xhat, rstd ← x̂, r.
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t R, int64_t D, float* y, float* xhat,
+                float* rstd);
+// dx, dw, db (overwritten): with g = dy·w: dx = r·(g − mean(g) − x̂·mean(g·x̂)), dw = Σ dy·x̂, db = Σ dy.
+void layer_norm_backward(const float* w, const float* xhat, const float* rstd, const float* dy, int64_t R, int64_t D,
+                         float* dx, float* dw, float* db);
+
+// --- softmax and the loss over rows (the math: primitives/routing.cpp, loss.cpp) -----------------
+// y[R, C] = softmax of each row of x (the sum in double).
+void softmax(const float* x, int64_t R, int64_t C, float* y);
+// dx = y ⊙ (dy − Σ dy·y) per row, from the softmax's output y.
+void softmax_backward(const float* y, const float* dy, int64_t R, int64_t C, float* dx);
+// Mean over the N rows of logsumexp(z_n) − z_n[y_n] (each y_n in [0, V), checked by the caller);
+// lse[N] ← logsumexp(z_n), for backward.
+double cross_entropy(const float* z, const int32_t* y, int64_t N, int64_t V, float* lse);
+// dz[N, V] = g·(softmax(z_n) − onehot(y_n)), with g = d loss / N.
+void cross_entropy_backward(const float* z, const int32_t* y, const float* lse, float g, int64_t N, int64_t V,
+                            float* dz);
 
 }  // namespace toy::kernels

@@ -61,9 +61,177 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, con
     }
 }
 
+// Index helpers: q and o [B, T, H, Dh], k and v [B, S, Hkv, Dh], P [B, H, T, S].
+namespace {
+struct Index {
+  const AttentionGeometry& g;
+  int64_t q(int64_t b, int64_t t, int64_t h) const { return ((b * g.T + t) * g.H + h) * g.Dh; }
+  int64_t kv(int64_t b, int64_t j, int64_t h) const { return ((b * g.S + j) * g.Hkv + h / (g.H / g.Hkv)) * g.Dh; }
+  int64_t p(int64_t b, int64_t h, int64_t t) const { return ((b * g.H + h) * g.T + t) * g.S; }
+};
+
+// The score of query (b, t, h) against key j, before and after the cap.
+template <class T>
+T score(const AttentionGeometry& g, const float* q, const float* k, int64_t b, int64_t t, int64_t h, int64_t j) {
+  const Index at{g};
+  T s = 0;
+  for (int64_t d = 0; d < g.Dh; ++d) s += T(q[at.q(b, t, h) + d]) * T(k[at.kv(b, j, h) + d]);
+  s *= T(g.scale);
+  return g.softcap > 0 ? T(g.softcap) * std::tanh(s / T(g.softcap)) : s;
+}
+}  // namespace
+
+template <class T>
+void attention(const AttentionGeometry& g, const float* q, const float* k, const float* v, float* o, float* P) {
+  const Index at{g};
+  std::vector<T> s(size_t(g.S));
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t h = 0; h < g.H; ++h)
+      for (int64_t t = 0; t < g.T; ++t) {
+        const int64_t j0 = g.first_key(t), j1 = g.S - g.T + t + 1;  // visible keys [j0, j1)
+        T mx = -INFINITY, z = 0;
+        for (int64_t j = j0; j < j1; ++j) mx = std::max(mx, s[size_t(j)] = score<T>(g, q, k, b, t, h, j));
+        for (int64_t j = j0; j < j1; ++j) z += s[size_t(j)] = std::exp(s[size_t(j)] - mx);
+        float* p = P + at.p(b, h, t);
+        std::fill_n(p, g.S, 0.0f);
+        for (int64_t j = j0; j < j1; ++j) p[j] = float(s[size_t(j)] / z);
+        for (int64_t d = 0; d < g.Dh; ++d) {
+          T od = 0;
+          for (int64_t j = j0; j < j1; ++j) od += s[size_t(j)] / z * T(v[at.kv(b, j, h) + d]);
+          o[at.q(b, t, h) + d] = float(od);
+        }
+      }
+}
+
+template <class T>
+void attention_backward(const AttentionGeometry& g, const float* q, const float* k, const float* v, const float* P,
+                        const float* dout, float* dq, float* dk, float* dv) {
+  const Index at{g};
+  std::vector<T> gq(size_t(g.B * g.T * g.H * g.Dh)), gk(size_t(g.B * g.S * g.Hkv * g.Dh)), gv(gk.size()),
+      dP(size_t(g.S));
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t h = 0; h < g.H; ++h)
+      for (int64_t t = 0; t < g.T; ++t) {
+        const int64_t j0 = g.first_key(t), j1 = g.S - g.T + t + 1;
+        const float* p = P + at.p(b, h, t);
+        const float* dO = dout + at.q(b, t, h);
+        T pdp = 0;
+        for (int64_t j = j0; j < j1; ++j) {  // dv_j += P_j dO;  dP_j = dO·v_j
+          T dpj = 0;
+          for (int64_t d = 0; d < g.Dh; ++d) {
+            gv[size_t(at.kv(b, j, h) + d)] += T(p[j]) * T(dO[d]);
+            dpj += T(dO[d]) * T(v[at.kv(b, j, h) + d]);
+          }
+          dP[size_t(j)] = dpj;
+          pdp += T(p[j]) * dpj;
+        }
+        for (int64_t j = j0; j < j1; ++j) {  // ds_j = P_j (dP_j − Σ P dP), through the cap, then scale
+          T ds = T(p[j]) * (dP[size_t(j)] - pdp);
+          if (g.softcap > 0) {
+            const T c = score<T>(g, q, k, b, t, h, j) / T(g.softcap);
+            ds *= 1 - c * c;
+          }
+          ds *= T(g.scale);
+          for (int64_t d = 0; d < g.Dh; ++d) {
+            gq[size_t(at.q(b, t, h) + d)] += ds * T(k[at.kv(b, j, h) + d]);
+            gk[size_t(at.kv(b, j, h) + d)] += ds * T(q[at.q(b, t, h) + d]);
+          }
+        }
+      }
+  std::transform(gq.begin(), gq.end(), dq, [](T x) { return float(x); });
+  std::transform(gk.begin(), gk.end(), dk, [](T x) { return float(x); });
+  std::transform(gv.begin(), gv.end(), dv, [](T x) { return float(x); });
+}
+
+template <class T>
+void rms_norm(const float* x, const float* w, float eps, int64_t R, int64_t D, float* y) {
+  for (int64_t r = 0; r < R; ++r) {
+    T ss = 0;
+    for (int64_t d = 0; d < D; ++d) ss += T(x[r * D + d]) * T(x[r * D + d]);
+    const T rs = 1 / std::sqrt(ss / T(D) + T(eps));
+    for (int64_t d = 0; d < D; ++d) y[r * D + d] = float(T(x[r * D + d]) * rs * T(w[d]));
+  }
+}
+
+template <class T>
+void rms_norm_backward(const float* x, const float* w, float eps, const float* dy, int64_t R, int64_t D, float* dx,
+                       float* dw) {
+  std::vector<T> gw(static_cast<size_t>(D));
+  for (int64_t r = 0; r < R; ++r) {
+    const float *xr = x + r * D, *dr = dy + r * D;
+    T ss = 0, gx = 0;  // gx = mean(g·x̂) with g = dy·w
+    for (int64_t d = 0; d < D; ++d) ss += T(xr[d]) * T(xr[d]);
+    const T rs = 1 / std::sqrt(ss / T(D) + T(eps));
+    for (int64_t d = 0; d < D; ++d) gx += T(dr[d]) * T(w[d]) * T(xr[d]) * rs;
+    gx /= T(D);
+    for (int64_t d = 0; d < D; ++d) {
+      const T xh = T(xr[d]) * rs;
+      dx[r * D + d] = float(rs * (T(dr[d]) * T(w[d]) - xh * gx));
+      gw[size_t(d)] += T(dr[d]) * xh;
+    }
+  }
+  std::transform(gw.begin(), gw.end(), dw, [](T v) { return float(v); });
+}
+
+// The row's mean and 1/sqrt(var + eps), in T.
+template <class T>
+std::pair<T, T> moments(const float* xr, int64_t D, float eps) {
+  T mean = 0, var = 0;
+  for (int64_t d = 0; d < D; ++d) mean += T(xr[d]);
+  mean /= T(D);
+  for (int64_t d = 0; d < D; ++d) var += (T(xr[d]) - mean) * (T(xr[d]) - mean);
+  return {mean, 1 / std::sqrt(var / T(D) + T(eps))};
+}
+
+template <class T>
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t R, int64_t D, float* y) {
+  for (int64_t r = 0; r < R; ++r) {
+    const auto [mean, rs] = moments<T>(x + r * D, D, eps);
+    for (int64_t d = 0; d < D; ++d) y[r * D + d] = float((T(x[r * D + d]) - mean) * rs * T(w[d]) + T(b[d]));
+  }
+}
+
+template <class T>
+void layer_norm_backward(const float* x, const float* w, float eps, const float* dy, int64_t R, int64_t D, float* dx,
+                         float* dw, float* db) {
+  std::vector<T> gw(static_cast<size_t>(D)), gb(static_cast<size_t>(D));
+  for (int64_t r = 0; r < R; ++r) {
+    const float *xr = x + r * D, *dr = dy + r * D;
+    const auto [mean, rs] = moments<T>(xr, D, eps);
+    T mg = 0, mgx = 0;
+    for (int64_t d = 0; d < D; ++d) {
+      mg += T(dr[d]) * T(w[d]);
+      mgx += T(dr[d]) * T(w[d]) * (T(xr[d]) - mean) * rs;
+    }
+    mg /= T(D), mgx /= T(D);
+    for (int64_t d = 0; d < D; ++d) {
+      const T xh = (T(xr[d]) - mean) * rs;
+      dx[r * D + d] = float(rs * (T(dr[d]) * T(w[d]) - mg - xh * mgx));
+      gw[size_t(d)] += T(dr[d]) * xh;
+      gb[size_t(d)] += T(dr[d]);
+    }
+  }
+  std::transform(gw.begin(), gw.end(), dw, [](T v) { return float(v); });
+  std::transform(gb.begin(), gb.end(), db, [](T v) { return float(v); });
+}
+
 template void matmul_wt<float>(const float*, const void*, DType, float*, int64_t, int64_t, int64_t);
 template void matmul_wt<double>(const float*, const void*, DType, float*, int64_t, int64_t, int64_t);
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, bool);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, bool);
+
+#define TOY_REFERENCE(T)                                                                                          \
+  template void attention<T>(const AttentionGeometry&, const float*, const float*, const float*, float*, float*); \
+  template void attention_backward<T>(const AttentionGeometry&, const float*, const float*, const float*,         \
+                                      const float*, const float*, float*, float*, float*);                        \
+  template void rms_norm<T>(const float*, const float*, float, int64_t, int64_t, float*);                         \
+  template void rms_norm_backward<T>(const float*, const float*, float, const float*, int64_t, int64_t, float*,   \
+                                     float*);                                                                     \
+  template void layer_norm<T>(const float*, const float*, const float*, float, int64_t, int64_t, float*);         \
+  template void layer_norm_backward<T>(const float*, const float*, float, const float*, int64_t, int64_t, float*, \
+                                       float*, float*);
+TOY_REFERENCE(float)
+TOY_REFERENCE(double)
+#undef TOY_REFERENCE
 
 }  // namespace toy::kernels::reference

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "toy/kernels/kernels.h"
 #include "toy/tensor/dtype.h"
 
 namespace toy::kernels::reference {
@@ -24,5 +25,26 @@ void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
           bool accumulate);
+
+// Attention as kernels.h defines it (f32 keys and values), one query row at a time: the scores,
+// the softmax and o = Σ_j P_j v_j in T. P [B, H, T, S] gets the probabilities, 0 where masked.
+template <class T>
+void attention(const AttentionGeometry& g, const float* q, const float* k, const float* v, float* o, float* P);
+// Its gradients from the formulas (primitives/attention.cpp), in T, from the reference P.
+template <class T>
+void attention_backward(const AttentionGeometry& g, const float* q, const float* k, const float* v, const float* P,
+                        const float* dout, float* dq, float* dk, float* dv);
+
+// RMSNorm and LayerNorm of R rows of D values and their gradients, in T (arguments as kernels.h).
+template <class T>
+void rms_norm(const float* x, const float* w, float eps, int64_t R, int64_t D, float* y);
+template <class T>
+void rms_norm_backward(const float* x, const float* w, float eps, const float* dy, int64_t R, int64_t D, float* dx,
+                       float* dw);
+template <class T>
+void layer_norm(const float* x, const float* w, const float* b, float eps, int64_t R, int64_t D, float* y);
+template <class T>
+void layer_norm_backward(const float* x, const float* w, float eps, const float* dy, int64_t R, int64_t D, float* dx,
+                         float* dw, float* db);
 
 }  // namespace toy::kernels::reference

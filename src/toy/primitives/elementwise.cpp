@@ -1,6 +1,5 @@
-// primitives/elementwise.cpp — add, mul, scale, activations and soft-capping, with gradients.
-#include <cmath>
-
+// primitives/elementwise.cpp — add, mul, scale, activations and soft-capping, with gradients
+// (the loops: kernels/elementwise.cpp and kernels/activations.cpp).
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
 
@@ -13,48 +12,34 @@ void same_shape(const char* op, const Tensor& a, const Tensor& b) {
     throw ShapeError(std::string(op) + ": shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + " differ");
 }
 
-// out[i] = f(x[i]) elementwise, split over threads in fixed chunks.
-template <class F>
-Tensor map(const Tensor& x, F f) {
+// A new tensor of x's shape filled by kernel(x's values, y's values, n).
+template <class Kernel>
+Tensor unary(const Tensor& x, Kernel kernel) {
   Tensor y = Tensor::empty(x.shape());
-  const float* px = x.data();
-  float* py = y.data_mut();
-  kernels::parallel_for(x.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) py[i] = f(px[i]);
-  });
+  kernel(x.data(), y.data_mut(), x.numel());
   return y;
 }
 
-template <class F>
-Tensor zip(const Tensor& a, const Tensor& b, F f) {
+// The same with two inputs of one shape: kernel(a, b, y, n).
+template <class Kernel>
+Tensor binary(const Tensor& a, const Tensor& b, Kernel kernel) {
   Tensor y = Tensor::empty(a.shape());
-  const float *pa = a.data(), *pb = b.data();
-  float* py = y.data_mut();
-  kernels::parallel_for(a.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) py[i] = f(pa[i], pb[i]);
-  });
+  kernel(a.data(), b.data(), y.data_mut(), a.numel());
   return y;
 }
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kGeluCoef = 0.044715f;
-
-float gelu_f32(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))); }
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
   same_shape("add", a, b);
-  Tensor y = zip(a, b, [](float p, float q) { return p + q; });
+  Tensor y = binary(a, b, kernels::add);
   if (needs_grad({&a, &b})) record(y, "add", {a, b}, [](const Tensor& d) { return std::vector<Tensor>{d, d}; });
   return y;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   same_shape("mul", a, b);
-  Tensor y = zip(a, b, [](float p, float q) { return p * q; });
+  Tensor y = binary(a, b, kernels::mul);
   if (needs_grad({&a, &b}))
     record(y, "mul", {a, b}, [a, b](const Tensor& d) {  // d(ab) = b·da + a·db
       return std::vector<Tensor>{mul(d, b), mul(d, a)};
@@ -63,7 +48,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor scale(const Tensor& x, float s) {
-  Tensor y = map(x, [s](float v) { return s * v; });
+  Tensor y = unary(x, [s](const float* px, float* py, int64_t n) { kernels::scale(px, s, py, n); });
   if (needs_grad({&x})) record(y, "scale", {x}, [s](const Tensor& d) { return std::vector<Tensor>{scale(d, s)}; });
   return y;
 }
@@ -74,10 +59,7 @@ Tensor silu(const Tensor& x) {
                         [&](int64_t i0, int64_t i1) { kernels::silu(x.data() + i0, y.data_mut() + i0, i1 - i0); });
   if (needs_grad({&x}))
     record(y, "silu", {x}, [x](const Tensor& d) {  // silu'(v) = σ(v)(1 + v(1 − σ(v)))
-      return std::vector<Tensor>{zip(d, x, [](float g, float v) {
-        const float s = sigmoid(v);
-        return g * s * (1.0f + v * (1.0f - s));
-      })};
+      return std::vector<Tensor>{binary(d, x, kernels::silu_backward)};
     });
   return y;
 }
@@ -86,30 +68,22 @@ Tensor silu(const Tensor& x) {
 // fp16, saturating outside (−10, 10). Matching it keeps F32 logits at 1e-9 of llama.cpp's
 // instead of 1e-7 (fixtures/models/CONVENTIONS.md §7). The gradient is that of the exact curve.
 Tensor gelu_tanh(const Tensor& x) {
-  Tensor y = map(x, [](float v) {
-    if (v <= -10.0f) return 0.0f;
-    if (v >= 10.0f) return v;
-    return fp16_to_f32(f32_to_fp16(gelu_f32(fp16_to_f32(f32_to_fp16(v)))));
-  });
+  Tensor y = unary(x, kernels::gelu_tanh);
   if (needs_grad({&x}))
-    record(y, "gelu_tanh", {x}, [x](const Tensor& d) {
-      return std::vector<Tensor>{zip(d, x, [](float g, float v) {
-        const float u = kSqrt2OverPi * (v + kGeluCoef * v * v * v);
-        const float t = std::tanh(u);
-        const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * v * v);
-        return g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-      })};
-    });
+    record(y, "gelu_tanh", {x},
+           [x](const Tensor& d) { return std::vector<Tensor>{binary(d, x, kernels::gelu_tanh_backward)}; });
   return y;
 }
 
 Tensor softcap(const Tensor& x, float cap) {
-  Tensor y = map(x, [cap](float v) { return cap * std::tanh(v / cap); });
+  Tensor y = unary(x, [cap](const float* px, float* py, int64_t n) { kernels::softcap(px, cap, py, n); });
   if (needs_grad({&x}))
     // y.detach(): the rule needs y's values, and holding y itself (which owns this node) would
     // be a reference cycle that leaks the whole recorded graph.
     record(y, "softcap", {x}, [y = y.detach(), cap](const Tensor& d) {  // d/dv cap·tanh(v/cap) = 1 − (y/cap)²
-      return std::vector<Tensor>{zip(d, y, [cap](float g, float yv) { return g * (1.0f - (yv / cap) * (yv / cap)); })};
+      return std::vector<Tensor>{binary(d, y, [cap](const float* pd, const float* py, float* dx, int64_t n) {
+        kernels::softcap_backward(pd, py, cap, dx, n);
+      })};
     });
   return y;
 }

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "toy/kernels/kernels.h"
+
 namespace toy {
 
 namespace {
@@ -45,13 +47,11 @@ Tensor narrow(const Tensor& x, int64_t begin, int64_t n) {
   Shape out = x.shape();
   out.back() = n;
   Tensor y = Tensor::empty(out);
-  for (int64_t r = 0; r < R; ++r)
-    std::memcpy(y.data_mut() + r * n, x.data() + r * C + begin, size_t(n) * sizeof(float));
+  kernels::copy_columns(x.data(), C, begin, y.data_mut(), n, 0, R, n);
   if (needs_grad({&x}))
     record(y, "narrow", {x}, [shape = x.shape(), begin, n, R, C](const Tensor& dy) {
       Tensor dx = Tensor::zeros(shape);
-      for (int64_t r = 0; r < R; ++r)
-        std::memcpy(dx.data_mut() + r * C + begin, dy.data() + r * n, size_t(n) * sizeof(float));
+      kernels::copy_columns(dy.data(), n, 0, dx.data_mut(), C, begin, R, n);
       return std::vector<Tensor>{dx};
     });
   return y;
@@ -62,13 +62,11 @@ Tensor gather_rows(const Tensor& x, const Tensor& rows) {
   check_rows("gather_rows", rows, N);
   const int64_t M = rows.numel();
   Tensor y = Tensor::empty({M, D});
-  for (int64_t m = 0; m < M; ++m)
-    std::memcpy(y.data_mut() + m * D, x.data() + rows.ids()[m] * D, size_t(D) * sizeof(float));
+  kernels::gather_rows(x.data(), rows.ids(), M, D, y.data_mut());
   if (needs_grad({&x}))
-    record(y, "gather_rows", {x}, [shape = x.shape(), rows, M, D](const Tensor& dy) {
+    record(y, "gather_rows", {x}, [shape = x.shape(), rows, M, D = D](const Tensor& dy) {
       Tensor dx = Tensor::zeros(shape);
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t d = 0; d < D; ++d) dx.data_mut()[rows.ids()[m] * D + d] += dy.data()[m * D + d];
+      kernels::scatter_add_rows(rows.ids(), dy.data(), M, D, dx.data_mut());
       return std::vector<Tensor>{dx};
     });
   return y;
@@ -114,8 +112,7 @@ Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& sr
                      to_string(base.shape()));
   Tensor y = Tensor::empty(base.shape());
   std::memcpy(y.data_mut(), base.data(), base.nbytes());
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t d = 0; d < D; ++d) y.data_mut()[rows.ids()[m] * D + d] += src.data()[m * D + d];
+  kernels::scatter_add_rows(rows.ids(), src.data(), M, D, y.data_mut());
   if (needs_grad({&base, &src}))
     record(y, "scatter_add_rows", {base, src}, [rows](const Tensor& dy) {
       return std::vector<Tensor>{dy, gather_rows(dy, rows)};
@@ -128,16 +125,11 @@ Tensor scale_rows(const Tensor& x, const Tensor& s) {
   if (s.shape() != Shape{M})
     throw ShapeError("scale_rows: scales " + to_string(s.shape()) + " for x " + to_string(x.shape()));
   Tensor y = Tensor::empty(x.shape());
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t d = 0; d < D; ++d) y.data_mut()[m * D + d] = s.data()[m] * x.data()[m * D + d];
+  kernels::scale_rows(x.data(), s.data(), M, D, y.data_mut());
   if (needs_grad({&x, &s}))
-    record(y, "scale_rows", {x, s}, [x, s, M, D](const Tensor& dy) {
-      Tensor ds = Tensor::empty(s.shape());
-      for (int64_t m = 0; m < M; ++m) {
-        double acc = 0;
-        for (int64_t d = 0; d < D; ++d) acc += double(dy.data()[m * D + d]) * x.data()[m * D + d];
-        ds.data_mut()[m] = float(acc);
-      }
+    record(y, "scale_rows", {x, s}, [x, s, M = M, D = D](const Tensor& dy) {
+      Tensor ds = Tensor::empty(s.shape());  // ds[m] = Σ_d dy[m, d]·x[m, d]
+      kernels::row_dots(dy.data(), x.data(), M, D, ds.data_mut());
       return std::vector<Tensor>{scale_rows(dy, s), ds};
     });
   return y;

@@ -25,12 +25,7 @@ Tensor linear_output(const Tensor& x, const Tensor& W, const Tensor& b) {
 }
 
 void add_bias(Tensor& y, const Tensor& b) {
-  if (!b.defined()) return;
-  const int64_t N = b.numel(), M = y.numel() / N;
-  float* py = y.data_mut();
-  const float* pb = b.data();
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) py[m * N + n] += pb[n];
+  if (b.defined()) kernels::add_to_rows(b.data(), y.numel() / b.numel(), b.numel(), y.data_mut());
 }
 }  // namespace
 
@@ -74,10 +69,8 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
         kernels::gemm(true, false, N, K, M, dy.data(), x.data(), g[1].data_mut(), false);
       }
       if (b.defined() && b.requires_grad()) {  // db[N] = Σ_m dy[m, N]
-        g[2] = Tensor::zeros(b.shape());
-        float* pb = g[2].data_mut();
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) pb[n] += dy.data()[m * N + n];
+        g[2] = Tensor::empty(b.shape());
+        kernels::sum_rows(dy.data(), M, N, g[2].data_mut());
       }
       return g;
     });
@@ -90,19 +83,15 @@ Tensor embedding(const Tensor& W, const Tensor& ids) {
   out_shape.push_back(D);
   Tensor y = Tensor::empty(out_shape);
   const int32_t* id = ids.ids();
-  const int64_t rb = row_bytes(W.dtype(), D);
-  for (int64_t i = 0, n = ids.numel(); i < n; ++i) {
+  for (int64_t i = 0, n = ids.numel(); i < n; ++i)
     if (id[i] < 0 || id[i] >= V)
       throw ShapeError("embedding: token id " + std::to_string(id[i]) + " is outside the vocabulary [0, " +
                        std::to_string(V) + ")");
-    dequantize(W.dtype(), static_cast<const char*>(W.raw()) + id[i] * rb, y.data_mut() + i * D, D);
-  }
+  kernels::gather_rows_wt(W.raw(), W.dtype(), id, ids.numel(), D, y.data_mut());
   if (needs_grad({&W}))
-    record(y, "embedding", {W}, [W, ids, D](const Tensor& dy) {  // dW[id] += dy row (scatter-add)
+    record(y, "embedding", {W}, [W, ids, D = D](const Tensor& dy) {  // dW[id] += dy row (scatter-add)
       Tensor dW = Tensor::zeros(W.shape());
-      float* pw = dW.data_mut();
-      for (int64_t i = 0, n = ids.numel(); i < n; ++i)
-        for (int64_t d = 0; d < D; ++d) pw[ids.ids()[i] * D + d] += dy.data()[i * D + d];
+      kernels::scatter_add_rows(ids.ids(), dy.data(), ids.numel(), D, dW.data_mut());
       return std::vector<Tensor>{dW};
     });
   return y;

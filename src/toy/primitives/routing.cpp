@@ -14,29 +14,12 @@ Tensor softmax(const Tensor& x) {
   if (x.dim() < 1 || x.size(-1) == 0) throw ShapeError("softmax: x " + to_string(x.shape()));
   const int64_t C = x.size(-1), R = x.numel() / C;
   Tensor y = Tensor::empty(x.shape());
-  const float* px = x.data();
-  float* py = y.data_mut();
-  kernels::parallel_for(R, 16, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = px + r * C;
-      float* yr = py + r * C;
-      const float mx = *std::max_element(xr, xr + C);
-      double z = 0;
-      for (int64_t c = 0; c < C; ++c) z += yr[c] = std::exp(xr[c] - mx);
-      const float inv = float(1.0 / z);
-      for (int64_t c = 0; c < C; ++c) yr[c] *= inv;
-    }
-  });
+  kernels::softmax(x.data(), R, C, y.data_mut());
   if (needs_grad({&x}))
     // The rule keeps y's values but not y itself: y owns this node, so holding y would be a cycle.
     record(y, "softmax", {x}, [y = y.detach(), R, C](const Tensor& dy) {  // dx = y ⊙ (dy − Σ dy·y)
       Tensor dx = Tensor::empty(y.shape());
-      for (int64_t r = 0; r < R; ++r) {
-        const float *yr = y.data() + r * C, *dr = dy.data() + r * C;
-        double dot = 0;
-        for (int64_t c = 0; c < C; ++c) dot += double(dr[c]) * yr[c];
-        for (int64_t c = 0; c < C; ++c) dx.data_mut()[r * C + c] = yr[c] * (dr[c] - float(dot));
-      }
+      kernels::softmax_backward(y.data(), dy.data(), R, C, dx.data_mut());
       return std::vector<Tensor>{dx};
     });
   return y;

@@ -2,7 +2,6 @@
 #include "toy/tensor/dtype.h"
 
 #include <array>
-#include <cctype>
 #include <stdexcept>
 #include <string>
 
@@ -35,16 +34,6 @@ const DTypeInfo& info(DType t) {
   for (const DTypeInfo& i : kTable)
     if (i.type == t) return i;
   throw std::logic_error("unknown dtype id " + std::to_string(uint32_t(t)));
-}
-
-std::optional<DType> dtype_from_name(std::string_view name) {
-  for (const DTypeInfo& i : kTable) {
-    if (i.name.size() != name.size()) continue;
-    bool same = true;
-    for (size_t k = 0; k < name.size(); ++k) same &= std::toupper(static_cast<unsigned char>(name[k])) == i.name[k];
-    if (same) return i.type;
-  }
-  return std::nullopt;
 }
 
 bool dtype_supported(DType t) {

@@ -48,7 +48,6 @@ struct DTypeInfo {
 std::optional<DTypeInfo> dtype_info(uint32_t id);
 const DTypeInfo& info(DType t);
 inline std::string_view name(DType t) { return info(t).name; }
-std::optional<DType> dtype_from_name(std::string_view name);  // case-insensitive: "q8_0", "F16"
 
 // Bytes needed for `n` values (n must be a multiple of the block size; checked by callers).
 inline int64_t row_bytes(DType t, int64_t n) {

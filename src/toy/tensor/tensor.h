@@ -165,8 +165,7 @@ struct Node {
   std::function<std::vector<Tensor>(const Tensor& dout)> backward;
 };
 
-// Whether ops record themselves (thread-local; on by default).
-bool grad_enabled();
+// Ops record themselves unless a NoGrad is alive on this thread.
 class NoGrad {  // RAII: `{ NoGrad ng; logits = model.forward(...); }`
  public:
   NoGrad();

@@ -627,7 +627,6 @@ int32_t Tokenizer::n_vocab() const { return v_->n_vocab(); }
 int32_t Tokenizer::bos() const { return v_->bos; }
 int32_t Tokenizer::eos() const { return v_->eos; }
 bool Tokenizer::add_bos() const { return v_->add_bos; }
-bool Tokenizer::add_eos() const { return v_->add_eos; }
 bool Tokenizer::is_eog(int32_t id) const { return std::binary_search(v_->eog.begin(), v_->eog.end(), id); }
 std::string_view Tokenizer::model() const { return v_->model; }
 std::string_view Tokenizer::pre() const { return v_->pre; }

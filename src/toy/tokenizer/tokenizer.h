@@ -53,7 +53,7 @@ class Tokenizer {
   // Writes the `tokenizer.ggml.*` keys that from_gguf() reads (so checkpoints carry their tokenizer).
   void write_gguf(gguf::GgufWriter& w) const;
 
-  // add_special: BOS/EOS (CLS/SEP for bert) as the vocabulary asks (add_bos()/add_eos()).
+  // add_special: BOS/EOS (CLS/SEP for bert) as the vocabulary asks (add_bos_token, add_eos_token).
   // parse_special: control tokens written in the text ("<|im_start|>", "<s>") become their ids;
   // otherwise they are tokenized as text. User-defined tokens are always matched, as in llama.cpp.
   // Any bytes are accepted, invalid UTF-8 included.
@@ -76,7 +76,6 @@ class Tokenizer {
   int32_t bos() const;  // -1 when the vocabulary has none
   int32_t eos() const;  // -1 when the vocabulary has none
   bool add_bos() const;
-  bool add_eos() const;
   bool is_eog(int32_t id) const;   // ends generation: eos, eot, eom, <|im_end|>, <|eot_id|>, ...
   std::string_view model() const;  // "llama", "gpt2", "bert", "bytes"
   std::string_view pre() const;    // `tokenizer.ggml.pre` as read ("" when absent)
