@@ -23,11 +23,13 @@
 
 #include "fixtures.h"
 #include "serve/server_process.h"
+#include "toy/io/gguf.h"
 #include "toy/serve/text_stream.h"
 
 using json = nlohmann::json;
 using toy::test::run_toy;
 using toy::test::ServerProcess;
+using toy::test::toy_bin;
 namespace fs = std::filesystem;
 
 namespace {
@@ -667,6 +669,133 @@ TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
   }
 }
 
+// Issue #22 item 3: a /detokenize body nested 60,000 deep (120 KB) crashed the server (the
+// error message dumped the client's JSON recursively). Every route refuses deep nesting while
+// parsing, with a 400 that names the limit.
+TEST(ServeLimits, DeeplyNestedJsonIsRefusedOnEveryRoute) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny");  // the default --max-body (1 MiB) takes 120 KB
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  for (const char* path : {"/detokenize", "/tokenize", "/v1/completions", "/v1/chat/completions"}) {
+    for (const std::string& body :
+         {deep, R"({"tokens":)" + deep + "}", R"({"model":"tiny","prompt":)" + deep + "}",
+          R"({"model":"tiny","messages":[{"role":"user","content":"x","name":)" + deep + "}]}"}) {
+      Reply r = post(port, path, body);
+      SCOPED_TRACE(std::string(path) + " " + body.substr(0, 30));
+      ASSERT_EQ(r.status, 400) << r.body;
+      EXPECT_EQ(r.j()["error"]["code"], "json_too_deep");
+      EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("64"), std::string::npos) << r.body;
+    }
+  }
+  // Just inside the limit is fine (and the error for a bad token does not echo the value).
+  const std::string ok = std::string(62, '[') + std::string(62, ']');
+  Reply r = post(port, "/detokenize", R"({"tokens":[)" + ok + "]}");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j()["error"]["code"], "invalid_value");
+  EXPECT_EQ(r.body.find("[[["), std::string::npos) << r.body;
+  EXPECT_TRUE(s.alive()) << s.log();
+}
+
+// Issue #22 item 4: `[[[…[1]…]]]` was unwrapped recursively with a copy per level (20,000
+// levels: 50 s and 16.5 GB). Exactly the documented shapes are accepted.
+TEST_F(Serve, OnlyTheDocumentedPromptShapesAreAccepted) {
+  const std::vector<std::pair<json, int>> cases = {
+      {"Hi", 200},
+      {json::array({"Hi"}), 200},
+      {json::array({15043, 29892}), 200},
+      {json::array({json::array({15043, 29892})}), 200},
+      {json::array({json::array({json::array({15043})})}), 400},  // one level too many
+      {json::array({json::array({"Hi"})}), 400},
+      {json::array({15043, "Hi"}), 400},
+      {json::array({"Hi", 15043}), 400},
+      {json::array({json::array({1}), "Hi"}), 400},
+      {json::array({json::array({1}), json::array({2})}), 400},  // two prompts
+      {json::array({"a", "b"}), 400},
+      {json::array(), 400},
+      {json::array({json::array()}), 400},
+      {json::object(), 400},
+      {json::array({1.5}), 400},
+      {json::array({true}), 400},
+      {json::array({json::object()}), 400},
+  };
+  for (const auto& [prompt, status] : cases) {
+    Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 1}});
+    EXPECT_EQ(r.status, status) << prompt.dump() << " -> " << r.body;
+    if (status == 400) {
+      EXPECT_EQ(r.j()["error"]["param"], "prompt") << r.body;
+    }
+  }
+  // As deep as the JSON limit allows: refused at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  Reply r = post(port, "/v1/completions",
+                 R"({"model":"tiny","prompt":)" + std::string(60, '[') + "1" + std::string(60, ']') + "}");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+// Issue #22 item 8: client type mistakes gave 500 (which the SDKs retry). A generated probe:
+// for each route, a valid body that sets every field it reads, and for each field (nested ones
+// too) every wrong JSON type in its place: a 4xx with an error object or a 200, never a 5xx.
+TEST_F(Serve, AWrongTypeInAnyFieldOfAnyRouteIsA4xx) {
+  const json completion = json::parse(R"({"model":"tiny","prompt":"Hi","max_tokens":1,"temperature":0,"top_p":1,
+      "top_k":0,"min_p":0,"presence_penalty":0,"frequency_penalty":0,"logit_bias":{"5":1},"seed":1,"n":1,
+      "best_of":1,"stop":["x"],"stream":false,"logprobs":1,"echo":false,"suffix":"","ignore_eos":false,
+      "response_format":{"type":"text"},"user":"u"})");
+  json stream = completion;
+  stream["stream"] = true;
+  stream["stream_options"] = {{"include_usage", true}};
+  const json chat = json::parse(R"({"model":"tiny","messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi"}]}],"max_tokens":1,"max_completion_tokens":1,
+      "temperature":0,"top_p":1,"top_k":0,"min_p":0,"presence_penalty":0,"frequency_penalty":0,
+      "logit_bias":{"5":1},"seed":1,"n":1,"stop":"x","stream":false,"logprobs":true,"top_logprobs":1,
+      "tools":[],"response_format":{"type":"text"},"ignore_eos":false,"user":"u"})");
+  const std::vector<std::pair<std::string, json>> routes = {{"/v1/completions", completion},
+                                                            {"/v1/completions", stream},
+                                                            {"/v1/chat/completions", chat},
+                                                            {"/tokenize", json::parse(
+                                                                              R"({"content":"Hi","add_special":true,
+                                                                    "with_pieces":true})")},
+                                                            {"/detokenize", json::parse(R"({"tokens":[1,2]})")}};
+  const std::vector<json> wrong = {nullptr, true, 5, -7, 2.5, -1e300, "x", json::array({1}), json::object({{"a", 1}})};
+  int probes = 0;
+  for (const auto& [path, valid] : routes) {
+    ASSERT_EQ(post(port, path, valid).status, 200) << path << " " << valid.dump();
+    const json flat = valid.flatten();  // "/messages/1/content/0/type" -> "text", ...
+    std::vector<std::string> pointers;
+    for (const auto& [leaf, _] : flat.items()) {
+      // The leaf and every container above it (e.g. /messages/1/content/0 and /messages/1).
+      for (std::string p = leaf; !p.empty(); p = p.substr(0, p.rfind('/')))
+        if (std::find(pointers.begin(), pointers.end(), p) == pointers.end()) pointers.push_back(p);
+    }
+    for (const std::string& pointer : pointers)
+      for (const json& v : wrong) {
+        json body = valid;
+        body[json::json_pointer(pointer)] = v;
+        Reply r = post(port, path, body);
+        SCOPED_TRACE(path + " " + pointer + " = " + v.dump());
+        ASSERT_NE(r.status, 0) << "no answer";
+        EXPECT_LT(r.status, 500) << r.body;
+        if (r.status != 200) {
+          EXPECT_TRUE(r.j().is_object() && r.j().contains("error")) << r.body;
+        }
+        ++probes;
+      }
+  }
+  EXPECT_GT(probes, 400);
+  // The cases of the issue, each a 400 naming the field.
+  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+           {"/tokenize", {{"content", "x"}, {"add_special", "yes"}}},
+           {"/tokenize", {{"content", "x"}, {"with_pieces", 1}}},
+           {"/v1/completions", {{"model", "tiny"}, {"prompt", "x"}, {"response_format", {{"type", 5}}}}},
+           {"/v1/chat/completions",
+            {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", {{{"type", 5}, {"text", "x"}}}}}}}}}}) {
+    Reply r = post(port, path, body);
+    EXPECT_EQ(r.status, 400) << body.dump() << " -> " << r.body;
+  }
+}
+
 TEST_F(Serve, OversizedBodiesGet413) {
   std::string big(100 * 1024, 'a');  // over --max-body 64 KiB
   Reply r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", big}}.dump());
@@ -684,6 +813,96 @@ TEST_F(Serve, OversizedBodiesGet413) {
     c.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n{\"prompt\":");
   }
   EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
+}
+
+// Issue #22 item 6: httplib checks --max-body against a Content-Length only; a chunked body of
+// 50 MB was read whole. The limit holds for every transfer encoding.
+TEST_F(Serve, ChunkedBodiesAreHeldToMaxBody) {
+  RawConn c(port);
+  ASSERT_TRUE(
+      c.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+                 "chunked\r\n\r\n"));
+  std::thread sender([fd = c.fd] {  // 4 MB in 16 KiB chunks, until the server stops reading
+    const std::string chunk = "4000\r\n" + std::string(16384, ' ') + "\r\n";
+    for (int i = 0; i < 256; ++i)
+      if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) break;
+  });
+  const std::string head = c.read_until("\r\n\r\n");
+  ::shutdown(c.fd, SHUT_RDWR);
+  sender.join();
+  EXPECT_NE(head.find(" 413 "), std::string::npos) << head.substr(0, 200);
+  // A chunked body within the limit is read as usual.
+  RawConn ok(port);
+  const std::string body = json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1}}.dump();
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  ok.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) +
+              "\r\n" + body + "\r\n0\r\n\r\n");
+  EXPECT_NE(ok.read_until("\r\n\r\n").find(" 200 "), std::string::npos);
+}
+
+// Issue #22 item 9: `curl -d` sends application/x-www-form-urlencoded, which httplib capped at
+// 8 KiB with a misleading 413. The body is JSON whatever the content type says; multipart is 415.
+TEST_F(Serve, TheBodyIsJsonWhateverTheContentType) {
+  const std::string body =
+      json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1}, {"user", std::string(20000, 'u')}}.dump();
+  for (const char* type : {"application/x-www-form-urlencoded", "text/plain", "application/json"}) {
+    httplib::Client cl("127.0.0.1", port);
+    auto r = cl.Post("/v1/completions", body, type);
+    ASSERT_TRUE(r) << type;
+    EXPECT_EQ(r->status, 200) << type << ": " << r->body;
+  }
+  httplib::Client cl("127.0.0.1", port);
+  auto r = cl.Post("/v1/completions", "--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n1\r\n--b--\r\n",
+                   "multipart/form-data; boundary=b");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 415) << r->body;
+  // Bodies on routes that take none, or that do not exist, are not read (even chunked).
+  r = cl.Post("/v1/nowhere", body, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = cl.Put("/v1/completions", body, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+}
+
+// Issue #22 item 18: the server's small mistakes.
+TEST_F(Serve, HttpDetails) {
+  Reply r = get(port, "/v1/models/");
+  EXPECT_EQ(r.status, 404) << r.body;  // no id: no such route (was 405)
+  {
+    RawConn c(port);  // a method nobody takes: 405 with a code (was 400, code null)
+    c.send_all("BREW /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string answer = c.read_until("}}");
+    EXPECT_NE(answer.find(" 405 "), std::string::npos) << answer;
+    EXPECT_NE(answer.find("\"method_not_allowed\""), std::string::npos) << answer;
+  }
+  // max_tokens beyond 2^40 is capped (at the context), as documented, not refused.
+  for (const json& big : {json(int64_t(1) << 50), json(uint64_t(1) << 63), json(1e30)}) {
+    r = post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", big}, {"stop", "a"}});
+    EXPECT_EQ(r.status, 200) << big.dump() << " " << r.body;
+  }
+  // A float seed must be an integer in range (2^63 overflowed int64).
+  for (const char* seed : {"9223372036854775808.0", "1e19", "-1e19", "0.5"}) {
+    r = post(port, "/v1/completions",
+             std::string(R"({"model":"tiny","prompt":"Hi","max_tokens":1,"seed":)") + seed + "}");
+    EXPECT_EQ(r.status, 400) << seed << " " << r.body;
+    EXPECT_EQ(r.j()["error"]["param"], "seed") << r.body;
+  }
+  EXPECT_EQ(post(port, "/v1/completions", std::string(R"({"model":"tiny","prompt":"Hi","max_tokens":1,"seed":4.0e18})"))
+                .status,
+            200);
+  // logit_bias keys: canonical decimal token ids of the vocabulary.
+  for (const char* key : {" 5", "5 ", "+5", "05", "5.0", "0x5", "", "-1", "99999999", "32000"}) {
+    r = post(port, "/v1/completions",
+             json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1}, {"logit_bias", {{key, 1}}}});
+    EXPECT_EQ(r.status, 400) << "'" << key << "' " << r.body;
+  }
+  EXPECT_EQ(
+      post(port, "/v1/completions",
+           json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1}, {"logit_bias", {{"0", 1}, {"31999", -1}}}})
+          .status,
+      200);
 }
 
 TEST_F(Serve, ClientThatVanishesMidStreamFreesItsSlot) {
@@ -958,6 +1177,145 @@ TEST(ServeLifecycle, ApiKey) {
   auto r = c.Get("/v1/models", {{"Authorization", "Bearer sesame"}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+  // The scheme is case-insensitive (RFC 7235); the key is not, and must match whole.
+  for (const auto& [header, status] : std::vector<std::pair<std::string, int>>{{"bearer sesame", 200},
+                                                                               {"BEARER sesame", 200},
+                                                                               {"Bearer  sesame", 200},
+                                                                               {"Bearer Sesame", 401},
+                                                                               {"Bearer sesam", 401},
+                                                                               {"Bearer sesame2", 401},
+                                                                               {"Bearer", 401},
+                                                                               {"Basic sesame", 401},
+                                                                               {"Bearersesame", 401}}) {
+    r = c.Get("/v1/models", {{"Authorization", header}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << header;
+  }
+}
+
+// Issue #22 item 7: ~50 clients sending a byte a second held every HTTP thread (--timeout bounded
+// each read, not the request), so even /health starved. Now one address holds at most
+// --conns-per-client connections, and a request must arrive whole within --timeout.
+TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  // One slot and no queue: 1 + 0 + 32 HTTP threads before the fix, fewer than the slow clients.
+  ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 0 --timeout 3");
+  ASSERT_NE(s.port(), 0) << s.log();
+  // 50 slow clients from another loopback address (127.0.0.2), each trickling a request.
+  std::vector<int> slow;
+  for (int i = 0; i < 50; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{}, to{};
+    from.sin_family = to.sin_family = AF_INET;
+    from.sin_addr.s_addr = htonl(0x7f000002);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(uint16_t(s.port()));
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from), 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    slow.push_back(fd);
+  }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {  // a byte per client every 200 ms, for at most 8 s
+    const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(1000, 'a');
+    for (size_t k = 0; k < 40 && !done; ++k) {
+      for (int fd : slow) ::send(fd, request.data() + k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // /health from 127.0.0.1 answers at once, again and again.
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(3, 0);
+    c.set_connection_timeout(3, 0);
+    auto r = c.Get("/health");
+    ASSERT_TRUE(r) << "no answer under load";
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  // Within --timeout (3 s) of their first byte every slow client has been answered and closed:
+  // 429 beyond the first 16 (the default --conns-per-client), the connection closed for those 16.
+  int refused = 0, closed = 0;
+  for (int fd : slow) {
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) got.append(buf, size_t(n));
+    if (got.find(" 429 ") != std::string::npos) ++refused;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;  // not left open until our 5 s timeout
+  }
+  done = true;
+  trickle.join();
+  for (int fd : slow) ::close(fd);
+  EXPECT_EQ(refused, 34);
+  EXPECT_EQ(closed, 50);
+  EXPECT_EQ(get(s.port(), "/health").status, 200);
+}
+
+// Issue #22 item 10: a chat template inside a GGUF that doubles a list into itself cost ~3 GB and
+// 8 s per chat request, rendered before the --parallel/--queue limits applied. Now its render fails
+// at the template memory budget, quickly, and only once the request holds a slot.
+TEST(ServeLifecycle, AHostileChatTemplateIsBoundedAndRendersOnlyWithASlot) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  auto f = toy::gguf::GgufFile::open(model.string());
+  toy::gguf::GgufWriter w = toy::gguf::copy_of(*f);
+  w.set("tokenizer.chat_template",
+        toy::gguf::Value::of_string("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}"
+                                    "{% set ns.a = ns.a + [ns.a] %}{% endfor %}{{ messages[0].content }}"));
+  const std::string hostile = tmp("hostile.gguf");
+  w.write(hostile);
+  f.reset();
+  ServerProcess s(hostile, "--name tiny --parallel 1 --queue 0");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const json chat = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 1}};
+  {
+    // The one slot busy and no queue: the chat request is refused before its template runs.
+    auto c = std::make_unique<RawConn>(s.port(), /*rcvbuf=*/4096);
+    c->send_all(http_post_text("/v1/completions", json{{"model", "tiny"},
+                                                       {"prompt", "Hello"},
+                                                       {"max_tokens", 3000},
+                                                       {"ignore_eos", true},
+                                                       {"logprobs", 20},
+                                                       {"stream", true}}
+                                                      .dump()));
+    c->read_until("data: ");
+    ASSERT_TRUE(wait_busy(s.port(), 1));
+    Reply r = post(s.port(), "/v1/chat/completions", chat);
+    EXPECT_EQ(r.status, 503) << r.body;
+  }
+  ASSERT_TRUE(wait_busy(s.port(), 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  Reply r = post(s.port(), "/v1/chat/completions", chat);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j()["error"]["code"], "chat_template_error");
+  EXPECT_NE(r.body.find("MiB of values, the limit"), std::string::npos) << r.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  EXPECT_EQ(post(s.port(), "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 1}}).status,
+            200);
+  fs::remove(hostile);
+}
+
+// Issue #19: httplib's default SO_REUSEPORT let a second server bind a port in use, and the
+// kernel then dealt connections between the two, so a keyless server answered every other
+// request meant for an --api-key one. A port in use must be an error (exit 4) at start.
+TEST(ServeLifecycle, APortInUseIsAnErrorAndIsNeverShared) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess keyed(model.string(), "--name tiny --api-key sesame");
+  ASSERT_NE(keyed.port(), 0) << keyed.log();
+  const std::string port = std::to_string(keyed.port());
+  // A second server on that port (bounded: before the fix it started and served until killed).
+  const std::string err = tmp("second.err");
+  const int status = std::system(("timeout 20 " + toy_bin() + " serve " + model.string() + " --host 127.0.0.1 --port " +
+                                  port + " --name tiny >/dev/null 2>" + err)
+                                     .c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 4) << toy::test::read_text(err);
+  EXPECT_NE(toy::test::read_text(err).find("already in use"), std::string::npos) << toy::test::read_text(err);
+  // Were a keyless server sharing the port, about half of these would get 200.
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(get(keyed.port(), "/v1/models").status, 401);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -45,13 +45,15 @@ int run(const Args& a) {
   apply_threads(a);
   const long long port = a.integer("port"), parallel = a.integer("parallel"), queue = a.integer("queue"),
                   ctx = a.integer("ctx");
-  const long long max_body = a.integer("max-body"), timeout = a.integer("timeout");
+  const long long max_body = a.integer("max-body"), timeout = a.integer("timeout"),
+                  per_client = a.integer("conns-per-client");
   if (port < 0 || port > 65535) throw UsageError("--port must be between 0 and 65535");
   if (parallel < 1 || parallel > 256) throw UsageError("--parallel must be between 1 and 256");
   if (queue < 0 || queue > 4096) throw UsageError("--queue must be between 0 and 4096");
   if (ctx < 0) throw UsageError("--ctx must be ≥ 0");
   if (max_body < 1024) throw UsageError("--max-body must be at least 1024 bytes");
-  if (timeout < 1) throw UsageError("--timeout must be at least 1 second");
+  if (timeout < 1 || timeout > 86400) throw UsageError("--timeout must be between 1 and 86400 seconds");
+  if (per_client < 1 || per_client > 4096) throw UsageError("--conns-per-client must be between 1 and 4096");
 
   Loaded l = load_model_and_tokenizer(a);
   if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer, which the server needs");
@@ -76,6 +78,7 @@ int run(const Args& a) {
   cfg.max_body_bytes = size_t(max_body);
   cfg.api_key = a.str("api-key");
   cfg.timeout_s = int(timeout);
+  cfg.max_connections_per_address = int(per_client);
   cfg.log_requests = !a.flag("quiet");
   serve::Server server(*l.model, l.tokenizer, chat, cfg);
   if (!server.chat().parse_error().empty())
@@ -117,13 +120,16 @@ Registrar reg({
               {"api-key", FlagType::String, "", "require 'Authorization: Bearer KEY' on the API routes"},
               {"chat-template", FlagType::Path, "", "a Jinja chat template to use instead of the model's"},
               {"timeout", FlagType::Int, "30",
-               "seconds a client may stall while sending a request or reading the answer"},
+               "seconds a client has to send a whole request (line, headers, body); also the longest a write may "
+               "stall"},
+              {"conns-per-client", FlagType::Int, "16",
+               "connections one client address may hold open at once; more are answered 429 and closed"},
               {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
               kv_type_flag(),
               threads_flag()},
     .run = run,
     .details = "example:\n  toy serve model.gguf --port 8080 --name smol --parallel 4\n"
-               "  curl http://127.0.0.1:8080/v1/chat/completions -d "
+               "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' -d "
                "'{\"model\":\"smol\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}'\n"
                "API, limits and errors: docs/serve.md",
 });

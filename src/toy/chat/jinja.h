@@ -52,9 +52,16 @@ struct ParseOptions {
   bool keep_trailing_newline = false;  // keep the template's final newline
 };
 
+// A render's budgets. Values are shared, so the bytes of every value a render makes (strings, and
+// lists and dicts at their in-memory size per item, nested copies included: `a + [a]` costs all of a
+// again) bound the memory it can hold; scanning a value costs its size too. Beyond any budget the
+// render fails with TemplateError naming it, so a hostile template (one in a downloaded GGUF) costs
+// at most this much per render.
 struct RenderOptions {
-  std::optional<std::tm> now = {};  // what strftime_now() formats; unset: the local time when rendering
-  int64_t max_steps = 1'000'000;    // loop iterations plus macro calls; beyond it rendering fails
+  std::optional<std::tm> now = {};        // what strftime_now() formats; unset: the local time when rendering
+  int64_t max_steps = 1'000'000;          // loop iterations plus macro calls
+  int64_t max_bytes = int64_t(64) << 20;  // bytes of values made or scanned (see above)
+  double max_seconds = 10;                // wall-clock time
 };
 
 class Template {

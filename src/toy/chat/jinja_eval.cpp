@@ -3,6 +3,8 @@
 // Scoping follows Jinja: the template has one top-level scope; a for loop and a macro call open a child
 // scope whose `set`s vanish when it ends (which is why templates use namespace() to carry state out of a
 // loop); if-blocks open none. Macros see the scope they were defined in.
+#include <chrono>
+#include <cstdio>
 #include <unordered_map>
 
 #include "toy/chat/jinja_ast.h"
@@ -12,7 +14,6 @@ namespace toy::chat::ast {
 
 constexpr int kMaxCallDepth = 100;               // nested macro calls; runaway recursion stops here
 constexpr int kMaxEvalDepth = 2000;              // nodes being evaluated at once (macro calls times tree depth)
-constexpr int64_t kMaxWork = int64_t(1) << 30;   // bytes that builtins produce or scan in one render
 constexpr size_t kMaxOutput = size_t(16) << 20;  // bytes of text one block may produce
 
 struct Frame {
@@ -25,7 +26,9 @@ struct Context {
   int call_depth = 0;
   int eval_depth = 0;
   int64_t steps = 0, max_steps = 0;  // loop iterations and macro calls: so far, allowed
-  int64_t work = 0;                  // see charge()
+  int64_t bytes = 0, max_bytes = 0;  // see charge()
+  std::chrono::steady_clock::time_point deadline;
+  double max_seconds = 0;
 
   Value lookup(const std::string& name) const {
     for (const Frame* f = frame.get(); f; f = f->parent.get()) {
@@ -38,17 +41,34 @@ struct Context {
   void step() {
     if (++steps > max_steps)
       throw EvalError("template exceeded " + std::to_string(max_steps) + " loop iterations and macro calls");
+    if (steps % 256 == 0) check_time();
   }
-  // Bounds the data builtins and operators make or search (each is linear in it): a string costs its
-  // bytes, a list or dict 16 per item. With the step limit this bounds a render's time and memory.
+  void check_time() const {
+    if (std::chrono::steady_clock::now() > deadline) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", max_seconds);
+      throw EvalError(std::string("template rendering took longer than ") + limit +
+                      " s, the limit (runaway template?)");
+    }
+  }
+  // Bounds the data builtins and operators make or search (each is linear in it) at its size in
+  // memory: a string its bytes, a list sizeof(Value) per item, a dict an entry per item plus its
+  // key. Charged for every value made, a copy that nests another (`a + [a]`) counts the items it
+  // copies, so the bytes alive at any time are at most the total charged; with the step and time
+  // limits this bounds a render's time and memory.
   const Value& charge(const Value& v) {
-    if (v.is_string())
-      work += int64_t(v.as_string().size());
-    else if (v.is_list())
-      work += 16 * int64_t(v.as_list().size());
-    else if (v.is_dict())
-      work += 16 * int64_t(v.as_dict().entries.size());
-    if (work > kMaxWork) throw EvalError("template processed more than 1 GiB of data (runaway template?)");
+    if (v.is_string()) {
+      bytes += int64_t(v.as_string().size());
+    } else if (v.is_list()) {
+      bytes += int64_t(sizeof(Value) * v.as_list().size());
+    } else if (v.is_dict()) {
+      for (const auto& [key, _] : v.as_dict().entries)
+        bytes += int64_t(sizeof(std::pair<std::string, Value>) + key.size());
+    }
+    if (bytes > max_bytes)
+      throw EvalError("template made or scanned more than " + std::to_string(max_bytes >> 20) +
+                      " MiB of values, the limit (runaway template?)");
+    if (v.is_list() || v.is_dict()) check_time();
     return v;
   }
 };
@@ -425,6 +445,10 @@ std::string Template::render(const nlohmann::ordered_json& context, const Render
   } break_cycles{namespaces};
   ast::Context c;
   c.max_steps = options.max_steps;
+  c.max_bytes = options.max_bytes;
+  c.max_seconds = options.max_seconds;
+  c.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                      std::chrono::duration<double>(options.max_seconds));
   c.frame = std::make_shared<ast::Frame>();
   for (auto& [name, fn] : global_functions(now, &namespaces).entries) c.set(name, std::move(fn));
   try {

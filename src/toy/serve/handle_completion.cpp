@@ -1,8 +1,9 @@
 // serve/handle_completion.cpp — POST /v1/completions and /v1/chat/completions.
 //
-// Order matters for the status codes: everything about the request (JSON, fields, model name,
-// chat template, prompt length) is checked first and answered with 4xx; only a valid request
-// waits for a slot (503 when the queue is full). The prompt is then fed on the HTTP thread and
+// Order matters for the status codes: the request's JSON, fields and model name are checked first
+// and answered with 4xx; only a valid request waits for a slot (503 when the queue is full). With
+// the slot, its prompt is rendered (chat template) and tokenized, so --parallel bounds how many
+// templates run at once, and a prompt too long is 400. The prompt is then fed on the HTTP thread and
 // the tokens generated in the decode loop, batched with the other slots' (decode_loop.h); a
 // streamed answer is written by httplib's chunked content provider as the text comes. A client
 // that goes away (a failed write, or a closed socket noticed while waiting) ends generation and
@@ -65,15 +66,29 @@ std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
   return t.encode(r.prompt_text, /*add_special=*/true, /*parse_special=*/true);
 }
 
-// Everything about a request that can be checked before it needs a slot; throws ApiError (4xx).
-Job prepare(const Server::Impl& s, const httplib::Request& http_req, Endpoint endpoint) {
+// What can be checked about a request before it waits for a slot (its JSON, fields, model name);
+// throws ApiError (4xx).
+Job prepare(const Server::Impl& s, const std::string& body, Endpoint endpoint) {
   if (s.stopping) throw ApiError(503, "The server is shutting down", "", "shutting_down");
   Job job;
-  job.req = parse_request(parse_body(http_req), endpoint);
+  job.req = parse_request(parse_json_body(body), endpoint);
   const CompletionRequest& r = job.req;
   if (r.model && *r.model != s.config.model_name)
     throw ApiError(404, "The model '" + *r.model + "' does not exist (this server has '" + s.config.model_name + "')",
                    "model", "model_not_found");
+  for (const auto& [id, bias] : r.logit_bias)
+    if (id >= s.tokenizer->n_vocab())
+      throw bad_request("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                          std::to_string(s.tokenizer->n_vocab()) + ")");
+  return job;
+}
+
+// The prompt (through the chat template) and the generation settings; throws ApiError (4xx). Runs
+// once the request holds a slot: a template from a model file may be slow or hungry (within its
+// budgets, chat_prompt.h), and only --parallel requests may render at once.
+void prepare_prompt(const Server::Impl& s, Job& job) {
+  const CompletionRequest& r = job.req;
+  const Endpoint endpoint = r.endpoint;
   job.prompt = prompt_tokens(s, job);
   const char* prompt_param = endpoint == Endpoint::Chat ? "messages" : "prompt";
   if (job.prompt.empty()) throw bad_request(prompt_param, "the prompt is empty", "empty_prompt");
@@ -104,7 +119,6 @@ Job prepare(const Server::Impl& s, const httplib::Request& http_req, Endpoint en
   g.frequency_penalty = r.frequency_penalty;
   g.logit_bias = r.logit_bias;
   g.ignore_eos = r.ignore_eos;
-  return job;
 }
 
 // A request's generation: its prompt here, on its HTTP thread, then its tokens in the decode loop
@@ -189,10 +203,11 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
 
 }  // namespace
 
-void Server::Impl::handle_completion(const httplib::Request& http_req, httplib::Response& res, Endpoint endpoint) {
+void Server::Impl::handle_completion(const httplib::Request& http_req, const std::string& body, httplib::Response& res,
+                                     Endpoint endpoint) {
   Job job;
   try {
-    job = prepare(*this, http_req, endpoint);
+    job = prepare(*this, body, endpoint);
   } catch (const ApiError& e) {
     return send_error(res, e);
   }
@@ -205,10 +220,15 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, httplib::
                                                    " slots are generating and " + std::to_string(config.queue) +
                                                    " requests are waiting; retry later",
                                                "", "server_busy"));
+  try {
+    prepare_prompt(*this, job);
+  } catch (const ApiError& e) {
+    return send_error(res, e);  // the lease goes back as it leaves scope
+  }
   ResponseHeader header = make_header(endpoint, config.model_name, job.req.include_usage);
   if (job.req.stream)
     return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
-  const int slot = lease->slot(), fd = client_socket(http_req);
+  const int slot = lease->slot(), fd = client_socket();
   CompletionResult r =
       generate(*this, std::move(*lease), job, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
   log(http_req.path + " slot " + std::to_string(slot) + ": " + summary(r));

@@ -1,6 +1,7 @@
 // serve/request.cpp — field-by-field validation of completion and chat requests (see request.h).
 #include "toy/serve/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +36,14 @@ std::string json_type(const json& v) {
   }
 }
 
+// A client value for an error message: scalars as JSON (long strings cut), containers by their
+// type only. Never the client's whole value: dumping it is recursive and can be large.
+std::string brief(const json& v) {
+  if (v.is_structured()) return json_type(v);
+  const std::string text = v.dump();
+  return text.size() <= 40 ? text : text.substr(0, 37) + "...";
+}
+
 ApiError wrong_type(const std::string& param, const char* want, const json& got) {
   return ApiError(400, "'" + param + "': expected " + want + ", got " + json_type(got), param, "invalid_type");
 }
@@ -45,7 +54,7 @@ std::optional<double> number(const json& body, const char* key, double lo, doubl
   if (!v->is_number()) throw wrong_type(key, "a number", *v);
   const double x = v->get<double>();
   if (!(x >= lo && x <= hi))
-    throw bad_request(key, "must be between " + json(lo).dump() + " and " + json(hi).dump() + ", got " + v->dump());
+    throw bad_request(key, "must be between " + json(lo).dump() + " and " + json(hi).dump() + ", got " + brief(*v));
   return x;
 }
 
@@ -55,20 +64,42 @@ std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, in
   if (!v) return std::nullopt;
   if (v->is_number_float()) {
     const double d = v->get<double>();
-    if (d != std::floor(d) || !(d >= double(lo) && d <= double(hi))) throw wrong_type(key, "an integer", *v);
-    return int64_t(d);
+    // [-2^63, 2^63) converts to int64_t exactly; 2^63 itself (double(INT64_MAX)) would overflow.
+    if (d != std::floor(d) || !(d >= -0x1p63 && d < 0x1p63)) throw wrong_type(key, "an integer", *v);
+    const int64_t x = int64_t(d);
+    if (x < lo || x > hi)
+      throw bad_request(key,
+                        "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + brief(*v));
+    return x;
   }
   if (v->is_number_unsigned()) {
     if (v->get<uint64_t>() > uint64_t(hi))
-      throw bad_request(key, "must be at most " + std::to_string(hi) + ", got " + v->dump());
+      throw bad_request(key, "must be at most " + std::to_string(hi) + ", got " + brief(*v));
     return int64_t(v->get<uint64_t>());
   }
   if (!v->is_number_integer()) throw wrong_type(key, "an integer", *v);
   const int64_t x = v->get<int64_t>();
   if (x < lo || x > hi)
     throw bad_request(key,
-                      "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v->dump());
+                      "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + brief(*v));
   return x;
+}
+
+// A token count: a non-negative integer, where any value above `cap` means "no limit" and
+// becomes `cap` (the caller caps it again at the context).
+std::optional<int64_t> count(const json& body, const char* key, int64_t cap) {
+  const json* v = field(body, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) return int64_t(std::min<uint64_t>(v->get<uint64_t>(), uint64_t(cap)));
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) throw wrong_type(key, "an integer", *v);
+    if (d < 0) throw bad_request(key, "must be at least 0, got " + brief(*v));
+    return d >= double(cap) ? cap : int64_t(d);
+  }
+  if (!v->is_number_integer()) throw wrong_type(key, "an integer", *v);
+  if (v->get<int64_t>() < 0) throw bad_request(key, "must be at least 0, got " + brief(*v));
+  return std::min(v->get<int64_t>(), cap);
 }
 
 std::optional<bool> boolean(const json& body, const char* key) {
@@ -85,19 +116,24 @@ std::optional<std::string> string(const json& body, const char* key) {
   return v->get<std::string>();
 }
 
-// A token-id list: [1, 2, 3].
+// A token-id list: [1, 2, 3]; nullopt when `v` is anything else.
 std::optional<std::vector<int32_t>> id_list(const json& v) {
   if (!v.is_array() || v.empty()) return std::nullopt;
   std::vector<int32_t> ids;
+  ids.reserve(v.size());
   for (const json& x : v) {
     if (!x.is_number_integer() && !x.is_number_unsigned()) return std::nullopt;
-    const int64_t id = x.get<int64_t>();
-    if (id < 0 || id > std::numeric_limits<int32_t>::max()) return std::nullopt;
-    ids.push_back(int32_t(id));
+    if (x.is_number_unsigned() ? x.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max())
+                               : x.get<int64_t>() < 0 || x.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      return std::nullopt;
+    ids.push_back(int32_t(x.get<int64_t>()));
   }
   return ids;
 }
 
+// The documented prompt shapes, and nothing else: "text", ["text"], [ids...] or [[ids...]]
+// (one prompt per request). Each shape is checked by looking at its elements, never by
+// recursing into them or copying them.
 void parse_prompt(const json& body, CompletionRequest& r) {
   const json* p = field(body, "prompt");
   if (!p) throw ApiError(400, "'prompt' is required", "prompt", "missing_field");
@@ -105,17 +141,26 @@ void parse_prompt(const json& body, CompletionRequest& r) {
     r.prompt_text = p->get<std::string>();
     return;
   }
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
-    return parse_prompt({{"prompt", (*p)[0]}}, r);
-  if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array()))
-    throw bad_request("prompt", "only one prompt per request is supported (got " + std::to_string(p->size()) + ")",
-                      "unsupported_value");
-  if (auto ids = id_list(*p)) {
-    r.prompt_ids = std::move(*ids);
-    r.prompt_is_ids = true;
-    return;
+  constexpr const char* kShapes = "a string, an array of strings, an array of token ids or an array of such arrays";
+  if (!p->is_array() || p->empty()) throw bad_request("prompt", std::string("expected ") + kShapes, "invalid_type");
+  const json& first = (*p)[0];
+  const bool strings = first.is_string(), lists = first.is_array();
+  if (strings || lists) {
+    for (const json& x : *p)
+      if (strings ? !x.is_string() : !id_list(x))
+        throw bad_request("prompt", std::string("expected ") + kShapes + " (elements of one kind)", "invalid_type");
+    if (p->size() > 1)
+      throw bad_request("prompt", "only one prompt per request is supported (got " + std::to_string(p->size()) + ")",
+                        "unsupported_value");
+    if (strings) {
+      r.prompt_text = first.get<std::string>();
+      return;
+    }
   }
-  throw bad_request("prompt", "expected a string or an array of token ids", "invalid_type");
+  auto ids = id_list(lists ? first : *p);
+  if (!ids) throw bad_request("prompt", std::string("expected ") + kShapes, "invalid_type");
+  r.prompt_ids = std::move(*ids);
+  r.prompt_is_ids = true;
 }
 
 // Content as one string: a string, or text parts joined by newlines (the only part type a text
@@ -128,9 +173,10 @@ std::string content_text(const json& content, const std::string& param) {
     const json& part = content[i];
     const std::string pp = param + "[" + std::to_string(i) + "]";
     if (!part.is_object()) throw wrong_type(pp, "a content part object", part);
-    const std::string type = part.value("type", "");
+    const auto type = string(part, "type");
     if (type != "text")
-      throw bad_request(pp + ".type", "only \"text\" content parts are supported, got \"" + type + "\"",
+      throw bad_request(pp + ".type",
+                        "only \"text\" content parts are supported, got " + (type ? "\"" + *type + "\"" : "none"),
                         "unsupported_value");
     if (!part.contains("text") || !part["text"].is_string())
       throw ApiError(400, "'" + pp + ".text' must be a string", pp + ".text", "invalid_type");
@@ -193,16 +239,15 @@ void parse_logit_bias(const json& body, CompletionRequest& r) {
   if (!b) return;
   if (!b->is_object()) throw wrong_type("logit_bias", "an object of token id -> bias", *b);
   for (auto it = b->begin(); it != b->end(); ++it) {
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(it.key(), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != it.key().size() || id < 0 || id > std::numeric_limits<int32_t>::max())
-      throw bad_request("logit_bias", "keys must be token ids, got \"" + it.key() + "\"");
-    if (!it.value().is_number()) throw wrong_type("logit_bias[" + it.key() + "]", "a number", it.value());
+    // Canonical decimal ids only ("5", not " 5", "+5", "05" or "5.0"), as OpenAI's tokenizers
+    // print them; the range against the vocabulary is checked once the model is known.
+    const std::string& key = it.key();
+    const bool canonical = !key.empty() && key.size() <= 10 && (key == "0" || key[0] != '0') &&
+                           key.find_first_not_of("0123456789") == std::string::npos;
+    const long long id = canonical ? std::stoll(key) : -1;
+    if (!canonical || id > std::numeric_limits<int32_t>::max())
+      throw bad_request("logit_bias", "keys must be token ids written in decimal, got " + brief(json(key)));
+    if (!it.value().is_number()) throw wrong_type("logit_bias", "numbers as values", it.value());
     const double v = it.value().get<double>();
     if (!(v >= -100 && v <= 100)) throw bad_request("logit_bias", "values must be between -100 and 100");
     r.logit_bias[int32_t(id)] = float(v);
@@ -210,6 +255,57 @@ void parse_logit_bias(const json& body, CompletionRequest& r) {
 }
 
 }  // namespace
+
+json parse_json_body(std::string_view text) {
+  // The parser is iterative, so depth costs it no stack; the callback refuses the first array
+  // or object that opens below kMaxJsonDepth, before anything below it is built.
+  bool too_deep = false;
+  const auto depth_check = [&too_deep](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      too_deep = true;
+    return !too_deep;
+  };
+  json j = json::parse(text, depth_check, /*allow_exceptions=*/false);
+  if (too_deep)
+    throw ApiError(
+        400,
+        "the request body nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) + " levels, the limit",
+        "", "json_too_deep");
+  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
+  return j;
+}
+
+TokenizeRequest parse_tokenize(const json& body) {
+  if (!body.is_object())
+    throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
+  TokenizeRequest r;
+  const auto content = string(body, "content");
+  if (!content) throw ApiError(400, "'content' is required", "content", "missing_field");
+  r.content = *content;
+  r.add_special = boolean(body, "add_special").value_or(false);
+  r.with_pieces = boolean(body, "with_pieces").value_or(false);
+  return r;
+}
+
+std::vector<int32_t> parse_detokenize(const json& body, int64_t n_vocab) {
+  if (!body.is_object())
+    throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
+  const json* tokens = field(body, "tokens");
+  if (!tokens) throw ApiError(400, "'tokens' is required", "tokens", "missing_field");
+  if (!tokens->is_array()) throw wrong_type("tokens", "an array of token ids", *tokens);
+  std::vector<int32_t> ids;
+  ids.reserve(tokens->size());
+  for (const json& v : *tokens) {
+    const bool in_range = v.is_number_unsigned()  ? v.get<uint64_t>() < uint64_t(n_vocab)
+                          : v.is_number_integer() ? v.get<int64_t>() >= 0 && v.get<int64_t>() < n_vocab
+                                                  : false;
+    if (!in_range)
+      throw bad_request("tokens", "holds " + brief(v) + ", not a token id in [0, " + std::to_string(n_vocab) + ")");
+    ids.push_back(int32_t(v.get<int64_t>()));
+  }
+  return ids;
+}
 
 CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   if (!body.is_object())
@@ -223,9 +319,9 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
     parse_prompt(body, r);
 
   constexpr int64_t kHuge = int64_t(1) << 40;  // "no limit"; capped at the context later
-  r.max_tokens = integer(body, "max_tokens", 0, kHuge);
+  r.max_tokens = count(body, "max_tokens", kHuge);
   if (endpoint == Endpoint::Chat)
-    if (auto m = integer(body, "max_completion_tokens", 0, kHuge)) r.max_tokens = m;
+    if (auto m = count(body, "max_completion_tokens", kHuge)) r.max_tokens = m;
   if (auto t = number(body, "temperature", 0, 2)) r.temperature = float(*t);
   if (auto p = number(body, "top_p", 0, 1)) {
     if (*p == 0) throw bad_request("top_p", "must be greater than 0");
@@ -264,7 +360,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   }
   if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
-    if (rf->value("type", "") != "text")
+    if (string(*rf, "type") != "text")
       throw bad_request("response_format", "only {\"type\": \"text\"} is supported", "unsupported_value");
   }
   return r;

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,7 +49,25 @@ struct CompletionRequest {
   bool ignore_eos = false;  // extension (llama.cpp)
 };
 
+// Arrays and objects nested deeper than this are refused (400) while parsing, before they are
+// built: deep values cost stack in everything recursive that touches them (dump, templates).
+constexpr int kMaxJsonDepth = 64;
+
+// A request body as JSON; throws ApiError(400) when it is not JSON or nests deeper than
+// kMaxJsonDepth. Every route's body goes through here.
+nlohmann::ordered_json parse_json_body(std::string_view text);
+
 // Throws ApiError(400) for a body that is not an object, wrong types, bad ranges, missing fields.
 CompletionRequest parse_request(const nlohmann::ordered_json& body, Endpoint endpoint);
+
+// POST /tokenize: {"content": string, "add_special"?: bool, "with_pieces"?: bool}.
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false, with_pieces = false;
+};
+TokenizeRequest parse_tokenize(const nlohmann::ordered_json& body);
+
+// POST /detokenize: {"tokens": [id, ...]}, each id in [0, n_vocab).
+std::vector<int32_t> parse_detokenize(const nlohmann::ordered_json& body, int64_t n_vocab);
 
 }  // namespace toy::serve

@@ -1,65 +1,20 @@
 // serve/server.cpp — HTTP setup, the small routes, errors and the server's lifecycle.
 #include "toy/serve/server.h"
 
-#include <netdb.h>
-#include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
+#include <set>
 #include <stdexcept>
 
 #include "toy/serve/openai_format.h"
 #include "toy/serve/server_impl.h"
 
 namespace toy::serve {
-
-void HttpServer::widen_backlog(int n) {
-  // Calling listen() again on a listening socket only changes its backlog (POSIX/Linux).
-  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, n);
-}
-
-void HttpServer::halt() {
-  // What httplib::Server::stop() does, without its "is the loop running yet" check: the accept
-  // loop tests svr_sock_ before every accept, and a shut-down socket wakes a blocked accept.
-  const socket_t s = svr_sock_.exchange(INVALID_SOCKET);
-  if (s != INVALID_SOCKET) {
-    ::shutdown(s, SHUT_RDWR);
-    ::close(s);
-  }
-}
-
-int client_socket(const httplib::Request& req) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    const int fd = std::atoi(entry.path().filename().c_str());
-    sockaddr_storage peer{}, local{};
-    socklen_t np = sizeof peer, nl = sizeof local;
-    char host[NI_MAXHOST], port[NI_MAXSERV], local_port[NI_MAXSERV];
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &np) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &nl) != 0 ||
-        ::getnameinfo(reinterpret_cast<sockaddr*>(&peer), np, host, sizeof host, port, sizeof port,
-                      NI_NUMERICHOST | NI_NUMERICSERV) != 0 ||
-        ::getnameinfo(reinterpret_cast<sockaddr*>(&local), nl, nullptr, 0, local_port, sizeof local_port,
-                      NI_NUMERICSERV) != 0)
-      continue;
-    if (req.remote_addr == host && req.remote_port == std::atoi(port) && req.local_port == std::atoi(local_port))
-      return fd;
-  }
-  return -1;
-}
-
-bool client_alive(int fd) {
-  if (fd < 0) return true;
-  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-  if (::poll(&p, 1, 0) <= 0) return true;  // nothing to read
-  char c;
-  const ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));  // 0: the client closed
-}
 
 void send_json(httplib::Response& res, const json& j, int status) {
   res.status = status;
@@ -71,19 +26,35 @@ void send_error(httplib::Response& res, const ApiError& e) {
   if (e.status == 503) res.set_header("Retry-After", "1");
 }
 
-json parse_body(const httplib::Request& req) {
-  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
-  return j;
-}
-
 namespace {
 
 bool known_path(const std::string& p) {
   for (const char* route : {"/health", "/v1/models", "/models", "/v1/completions", "/completions",
                             "/v1/chat/completions", "/chat/completions", "/tokenize", "/detokenize"})
     if (p == route) return true;
-  return p.rfind("/v1/models/", 0) == 0;
+  for (const char* prefix : {"/v1/models/", "/models/"})  // a model id must follow
+    if (p.size() > std::strlen(prefix) && p.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+// The answer to a request on a route that does not take its method (or a method nobody takes).
+ApiError no_route(const httplib::Request& req) {
+  if (known_path(req.path))
+    return ApiError(405, req.method + " is not allowed on " + req.path, "", "method_not_allowed");
+  return ApiError(404, "Unknown route: " + req.method + " " + req.path, "", "unknown_url");
+}
+
+// Whether an Authorization header carries `key` as a bearer token. The scheme is matched without
+// regard to case (RFC 7235), the token in time that does not depend on where it differs.
+bool authorized(const std::string& header, const std::string& key) {
+  const size_t space = header.find(' ');
+  if (space == std::string::npos || space != 6 || strncasecmp(header.c_str(), "bearer", 6) != 0) return false;
+  const size_t start = header.find_first_not_of(' ', space);
+  if (start == std::string::npos) return false;
+  const std::string_view token(header.data() + start, header.size() - start);
+  unsigned char diff = token.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < key.size(); ++i) diff |= (uint8_t(key[i]) ^ uint8_t(i < token.size() ? token[i] : 0));
+  return diff == 0;
 }
 
 // Wraps a handler so that an ApiError becomes its error response.
@@ -98,6 +69,47 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
 }
 
 }  // namespace
+
+httplib::Server::HandlerWithContentReader Server::Impl::with_body(BodyHandler fn) {
+  return [this, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& read) {
+    try {
+      // Multipart bodies would go to httplib's form parser (and to callbacks that are not set).
+      if (req.is_multipart_form_data()) {
+        close_connection_after_response();
+        throw ApiError(415, "multipart form bodies are not accepted; send the JSON request as the body", "",
+                       "unsupported_media_type");
+      }
+      // Whatever the content type says (curl -d sends application/x-www-form-urlencoded, which
+      // httplib would cap at 8 KiB), the body is read as bytes and parsed as JSON. The limit holds
+      // for every transfer encoding: httplib checks only a Content-Length, not chunked bodies.
+      std::string body;
+      bool too_large = false;
+      const bool complete = read([&](const char* data, size_t n) {
+        if (body.size() + n > config.max_body_bytes) return !(too_large = true);
+        body.append(data, n);
+        return true;
+      });
+      if (too_large || res.status == 413) {
+        close_connection_after_response();
+        throw ApiError(413,
+                       "The request body is larger than the limit of " + std::to_string(config.max_body_bytes) +
+                           " bytes (see --max-body)",
+                       "", "request_too_large");
+      }
+      if (!complete) {
+        close_connection_after_response();
+        throw ApiError(408,
+                       "The request body did not arrive whole within " + std::to_string(config.timeout_s) +
+                           " s (see --timeout), or was malformed",
+                       "", "request_timeout");
+      }
+      fn(req, body, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  };
+}
 
 Server::Impl::Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c)
     : model(m),
@@ -140,38 +152,35 @@ void Server::Impl::routes() {
              send_json(res, model_object());
            }));
   for (Endpoint e : {Endpoint::Completions, Endpoint::Chat}) {
-    auto h = [this, e](const httplib::Request& req, httplib::Response& res) { handle_completion(req, res, e); };
+    auto h = with_body([this, e](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+      handle_completion(req, body, res, e);
+    });
     const std::string path = e == Endpoint::Chat ? "/chat/completions" : "/completions";
     http.Post("/v1" + path, h);
     http.Post(path, h);
   }
-  http.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-              const json body = parse_body(req);
-              if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
-                throw ApiError(400, "'content' must be a string", "content", "invalid_type");
-              const bool add_special = body.value("add_special", false), with_pieces = body.value("with_pieces", false);
-              const auto ids =
-                  tokenizer->encode(body["content"].get<std::string>(), add_special, /*parse_special=*/true);
+  http.Post("/tokenize", with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+              const TokenizeRequest r = parse_tokenize(parse_json_body(body));
+              const auto ids = tokenizer->encode(r.content, r.add_special, /*parse_special=*/true);
               json tokens = json::array();
               for (int32_t id : ids)
-                tokens.push_back(with_pieces ? json{{"id", id}, {"piece", tokenizer->piece(id, true)}} : json(id));
+                tokens.push_back(r.with_pieces ? json{{"id", id}, {"piece", tokenizer->piece(id, true)}} : json(id));
               send_json(res, {{"tokens", tokens}});
             }));
-  http.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-              const json body = parse_body(req);
-              if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
-                throw ApiError(400, "'tokens' must be an array of token ids", "tokens", "invalid_type");
-              std::vector<int32_t> ids;
-              for (const json& v : body["tokens"]) {
-                if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= tokenizer->n_vocab())
-                  throw ApiError(400,
-                                 "'tokens' holds " + v.dump() + ", not a token id in [0, " +
-                                     std::to_string(tokenizer->n_vocab()) + ")",
-                                 "tokens", "invalid_value");
-                ids.push_back(int32_t(v.get<int64_t>()));
-              }
+  http.Post("/detokenize", with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+              const std::vector<int32_t> ids = parse_detokenize(parse_json_body(body), tokenizer->n_vocab());
               send_json(res, {{"content", tokenizer->decode(ids)}});
             }));
+  // Every other request with a body: answered without reading it (httplib would read it whole,
+  // chunked bodies without limit), and the connection closed after.
+  const auto refuse_body = [](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader&) {
+    close_connection_after_response();
+    send_error(res, no_route(req));
+  };
+  http.Post(".*", refuse_body);
+  http.Put(".*", refuse_body);
+  http.Patch(".*", refuse_body);
+  http.Delete(".*", refuse_body);
   // CORS preflight, so browser front-ends can call the API.
   http.Options(".*", [](const httplib::Request&, httplib::Response& res) {
     res.status = 204;
@@ -191,19 +200,31 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
   Impl& s = *impl_;
   HttpServer& h = s.http;
   // Threads: every running or waiting request holds one, plus room for idle keep-alive
-  // connections and the cheap routes, so /health still answers when the queue is full.
-  const size_t threads = size_t(s.config.parallel + s.config.queue + 32);
+  // connections and the cheap routes, so /health still answers when the queue is full; a slow or
+  // hostile client address holds at most max_connections_per_address of them.
+  const size_t threads = size_t(s.config.parallel + s.config.queue + 64);
   h.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  h.set_limits({.request_timeout = std::chrono::seconds(s.config.timeout_s),
+                .write_timeout = std::chrono::seconds(s.config.timeout_s),
+                .max_connections_per_address = s.config.max_connections_per_address});
   h.set_payload_max_length(s.config.max_body_bytes);
   h.set_read_timeout(s.config.timeout_s, 0);
   h.set_write_timeout(s.config.timeout_s, 0);
   h.set_keep_alive_max_count(1000);
   h.set_tcp_nodelay(true);  // stream chunks are small; do not let Nagle hold them back
+  // httplib's default options add SO_REUSEPORT, with which a second server binds the same port
+  // and the kernel deals connections between the two (an --api-key server and a keyless one
+  // would answer alternately). SO_REUSEADDR alone only lets a restart bind past TIME_WAIT;
+  // binding a port another socket listens on fails with EADDRINUSE.
+  h.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   h.set_default_headers({{"Access-Control-Allow-Origin", "*"}, {"Server", "toy/" TOY_VERSION}});
   h.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     if (s.config.api_key.empty() || req.method == "OPTIONS" || req.path == "/health")
       return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + s.config.api_key)
+    if (authorized(req.get_header_value("Authorization"), s.config.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Incorrect API key provided", "", "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
@@ -212,16 +233,20 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
   // an OpenAI error body too; responses that already have one pass through untouched.
   h.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404 && known_path(req.path))
-      send_error(res, ApiError(405, req.method + " is not allowed on " + req.path, "", "method_not_allowed"));
-    else if (res.status == 404)
-      send_error(res, ApiError(404, "Unknown route: " + req.method + " " + req.path, "", "unknown_url"));
+    static const std::set<std::string> methods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+    if (res.status == 404)
+      send_error(res, no_route(req));
+    else if (res.status == 400 && !methods.count(req.method))  // httplib stops before it reads the path
+      send_error(res, ApiError(405, req.method + " is not a method this server takes (GET, POST, OPTIONS)", "",
+                               "method_not_allowed"));
     else if (res.status == 413)
-      send_error(res,
-                 ApiError(413, "The request body is larger than the limit (see --max-body)", "", "request_too_large"));
+      send_error(res, ApiError(413, "The request is larger than the limit (see --max-body)", "", "request_too_large"));
+    else if (res.status == 414 || res.status == 431)
+      send_error(res, ApiError(res.status, "The request line or headers are too long", "", "request_too_large"));
     else
-      send_error(res,
-                 ApiError(res.status, "The request could not be processed (HTTP " + std::to_string(res.status) + ")"));
+      send_error(res, ApiError(res.status < 500 ? res.status : 400,
+                               "The request is not valid HTTP (" + std::to_string(res.status) + ")", "",
+                               "invalid_http_request"));
     return httplib::Server::HandlerResponse::Handled;
   }));
   h.set_exception_handler([&s](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -243,10 +268,15 @@ int Server::bind(const std::string& host, int port) {
   // A client that hangs up mid-answer makes the next write fail with EPIPE; without this the
   // default SIGPIPE action would end the whole process.
   std::signal(SIGPIPE, SIG_IGN);
+  errno = 0;
   const int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0)
-    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) +
-                             " (in use, or not a local address?)");
+  if (bound <= 0) {
+    const int err = errno;  // from the failed bind(): httplib only closes the socket after it
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                             (err == EADDRINUSE ? "the port is already in use (by another server?)"
+                              : err != 0        ? std::string(std::strerror(err))
+                                                : std::string("not a local address?")));
+  }
   impl_->http.widen_backlog(512);
   return bound;
 }

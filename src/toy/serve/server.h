@@ -33,8 +33,9 @@ struct ServerConfig {
   DType kv_type = DType::F32;       // the slots' KV cache dtype (F32 or F16)
   size_t max_body_bytes = 1 << 20;  // larger bodies: 413
   std::string api_key;              // non-empty: /v1/* needs "Authorization: Bearer <key>"
-  int timeout_s = 30;               // socket read/write timeout: how long a client may stall
-  bool log_requests = true;         // one line per completion on stderr
+  int timeout_s = 30;  // a request must arrive whole (line, headers, body) within this; a write may stall this long
+  int max_connections_per_address = 16;  // connections one client address may hold open; more get 429
+  bool log_requests = true;              // one line per completion on stderr
 };
 
 class Server {

@@ -5,7 +5,11 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "toy/serve/api_error.h"
@@ -16,16 +20,45 @@
 
 namespace toy::serve {
 
-// httplib's Server with two additions that need its listening socket:
+// httplib's Server, with the parts of 0.11 that a public server cannot keep replaced:
+//  * connections: httplib reads a request with a timeout per read, so a client sending a byte a
+//    second holds a thread for as long as it likes, and ~50 of them starve every route. Here
+//    each connection is served by process_and_close_socket() below: a client address may hold
+//    at most `max_connections_per_address` connections at once (more get 429 and are closed),
+//    and a request (its line, headers and body) must arrive whole within `request_timeout`
+//    of its first byte (else the connection is closed; a body cut short gets 408); an idle
+//    keep-alive connection is closed after httplib's keep-alive timeout (5 s);
 //  * widen_backlog: 0.11 listens with a backlog of 5, so a burst of clients connecting at once
 //    would see SYN retries of a second or more;
 //  * halt: stop() works only once the accept loop runs; halt() closes the socket whenever it is
 //    called, so a signal that arrives while the server is starting still stops it.
 class HttpServer : public httplib::Server {
  public:
+  struct Limits {
+    std::chrono::seconds request_timeout{30};  // line + headers + body, from the request's first byte
+    std::chrono::seconds write_timeout{30};    // one write may stall this long
+    int max_connections_per_address = 16;
+  };
+  void set_limits(const Limits& limits) { limits_ = limits; }
   void widen_backlog(int n);
   void halt();
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  bool admit(const std::string& address);  // counts a connection of `address`; false: at the limit
+  void leave(const std::string& address);
+
+  Limits limits_;
+  std::mutex mu_;
+  std::map<std::string, int> connections_;  // open connections per client address
 };
+
+// Marks the connection of the request being handled to be closed after its response (a body
+// that was not read to its end cannot be followed by another request).
+void close_connection_after_response();
+// A POST route's handler: the request and its body, read whatever the content type says (it is
+// JSON by contract) and at most --max-body bytes.
+using BodyHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
 
 struct Server::Impl {
   Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c);
@@ -40,7 +73,11 @@ struct Server::Impl {
   std::atomic<bool> stopping{false};
 
   void routes();
-  void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void handle_completion(const httplib::Request& req, const std::string& body, httplib::Response& res,
+                         Endpoint endpoint);
+  // Reads the body (413 beyond --max-body in any transfer encoding, 408 when it does not arrive
+  // in time, 415 for multipart forms), then calls `fn`; an ApiError from either is the response.
+  httplib::Server::HandlerWithContentReader with_body(BodyHandler fn);
   void log(const std::string& line) const;  // one line on stderr unless --quiet
 };
 
@@ -48,14 +85,10 @@ struct Server::Impl {
 void send_error(httplib::Response& res, const ApiError& e);
 void send_json(httplib::Response& res, const nlohmann::ordered_json& j, int status = 200);
 
-// The socket a request came on, or -1. httplib 0.11 does not give it to handlers, so it is found
-// among the process's sockets by the request's addresses (unique while the request is handled).
-int client_socket(const httplib::Request& req);
+// The socket of the request being handled on this thread, or -1.
+int client_socket();
 // Whether the client on `fd` is still connected: nothing to read, or data (a pipelined request),
 // but not end-of-file or an error. Always true for fd -1.
 bool client_alive(int fd);
-
-// The request body as a JSON value; 400 when it is not JSON.
-nlohmann::ordered_json parse_body(const httplib::Request& req);
 
 }  // namespace toy::serve
