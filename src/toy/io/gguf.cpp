@@ -422,7 +422,7 @@ void GgufFile::parse_all() {
     const uint64_t blocks = count / uint64_t(di->block_size);
     if (blocks > size_ / uint64_t(di->type_size))
       c.fail("tensor '" + ti.name + "': " + std::to_string(count) + " values of " + std::string(di->name) +
-             " are larger than the file");
+             " lie outside the file (more bytes than the file holds)");
     ti.nbytes = blocks * uint64_t(di->type_size);
     ti.offset = c.read<uint64_t>("tensor offset");
     if (ti.offset % alignment_ != 0) c.fail("tensor '" + ti.name + "': offset is not aligned");
