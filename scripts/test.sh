@@ -32,14 +32,7 @@ fuzz_ok() {
 }
 if fuzz_ok; then
   echo "== fuzz (short run) =="
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOY_BUILD_FUZZ=ON \
-        -DTOY_BUILD_TESTS=OFF -DTOY_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j "$(nproc)" --target $(cd fuzz && ls fuzz_*.cpp | sed "s/\.cpp//")
-  mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer
-  cp "$TOY_FIXTURES"/models/smollm2/smollm2-q8_0.gguf build-fuzz/corpus-gguf/ 2>/dev/null || true
-  cp "$TOY_FIXTURES"/tokenizer/*.inp build-fuzz/corpus-tokenizer/ 2>/dev/null || true
-  build-fuzz/fuzz/fuzz_gguf -max_total_time=15 -max_len=65536 build-fuzz/corpus-gguf 2>&1 | tail -1
-  build-fuzz/fuzz/fuzz_tokenizer -max_total_time=15 -max_len=4096 build-fuzz/corpus-tokenizer 2>&1 | tail -1
+  scripts/fuzz.sh all 15  # each target 15 s from its seeds; longer campaigns: docs/fuzzing.md
 else
   echo "== fuzz: skipped (clang with libFuzzer not available) =="
 fi

@@ -300,6 +300,29 @@ TEST(Gguf, ClearErrorsForBadFiles) {
   EXPECT_THROW(GgufFile::open("/nonexistent/model.gguf"), GgufError);
 }
 
+// Found by fuzz_gguf: 2^62 + 4 F32 values take 2^64 + 16 bytes, which wrapped to 16 and passed the
+// bounds check, so the tensor's shape promised 2^62 values over a 16-byte buffer.
+TEST(Gguf, TensorSizeThatWrapsAroundIsRefused) {
+  Image t;
+  t.put<uint32_t>(0x46554747);
+  t.put<uint32_t>(3);
+  t.put<uint64_t>(1);
+  t.put<uint64_t>(0);
+  t.str("w");
+  t.put<uint32_t>(1);
+  t.put<uint64_t>((1ull << 62) + 4);
+  t.put<uint32_t>(0);  // F32
+  t.put<uint64_t>(0);
+  while (t.b.size() % 32) t.b.push_back(0);
+  t.b.resize(t.b.size() + 16);  // the 16 bytes the wrapped size asks for
+  try {
+    GgufFile::parse("wrap.gguf", t.b.data(), t.b.size());
+    ADD_FAILURE() << "a tensor of 2^62 + 4 F32 values in a " << t.b.size() << "-byte file was accepted";
+  } catch (const GgufError& e) {
+    EXPECT_NE(std::string(e.what()).find("more bytes than the file holds"), std::string::npos) << e.what();
+  }
+}
+
 // Thousands of mutated fixture images: every one either parses or raises GgufError.
 TEST(Gguf, MutatedFilesNeverCrash) {
   std::vector<fs::path> seeds;

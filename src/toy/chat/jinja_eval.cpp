@@ -375,7 +375,8 @@ Value Macro::make_function(Context& c) const {
     if (a.positional.size() > params.size())
       throw EvalError("macro '" + name + "' takes at most " + std::to_string(params.size()) + " argument(s), got " +
                       std::to_string(a.positional.size()));
-    for (const auto& [key, v] : a.named) {
+    for (const auto& named : a.named) {
+      const std::string& key = named.first;  // not a structured binding: clang 14 cannot capture one
       bool known =
           key == "caller" || std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == key; });
       if (!known) throw EvalError("macro '" + name + "' got an unexpected argument '" + key + "'");
@@ -390,7 +391,8 @@ Value Macro::make_function(Context& c) const {
     } depth{++c.call_depth};
     Scope scope(c, parent);
     for (size_t i = 0; i < params.size(); ++i) {
-      const auto& [param, fallback] = params[i];
+      const auto& param = params[i].first;  // not a structured binding: clang 14 cannot capture one
+      const auto& fallback = params[i].second;
       bool given = i < a.positional.size() ||
                    std::any_of(a.named.begin(), a.named.end(), [&](const auto& kv) { return kv.first == param; });
       c.set(param, given ? a.get(i, param) : fallback ? fallback->evaluate(c) : Value());

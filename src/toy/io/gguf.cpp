@@ -421,7 +421,13 @@ void GgufFile::parse_all() {
     if (ne[0] % uint64_t(di->block_size) != 0)
       c.fail("tensor '" + ti.name + "': row length " + std::to_string(ne[0]) + " is not a multiple of the " +
              std::string(di->name) + " block size " + std::to_string(di->block_size));
-    ti.nbytes = count / uint64_t(di->block_size) * uint64_t(di->type_size);
+    // Bounded by the file before multiplying: a size that wrapped around 2^64 would pass the bounds
+    // check below while the shape promises far more data than the file holds.
+    const uint64_t blocks = count / uint64_t(di->block_size);
+    if (blocks > size_ / uint64_t(di->type_size))
+      c.fail("tensor '" + ti.name + "': " + std::to_string(count) + " values of " + std::string(di->name) +
+             " lie outside the file (more bytes than the file holds)");
+    ti.nbytes = blocks * uint64_t(di->type_size);
     ti.offset = c.read<uint64_t>("tensor offset");
     if (ti.offset % alignment_ != 0) c.fail("tensor '" + ti.name + "': offset is not aligned");
     for (int d = int(nd) - 1; d >= 0; --d) ti.shape.push_back(int64_t(ne[d]));
