@@ -355,7 +355,7 @@ TEST_F(FetchTest, HostileCommitHeaderIsRefused) {
 }
 
 TEST_F(FetchTest, HostileEtagIsRefusedWithoutDebris) {
-  for (const std::string& etag : {"\"..\"", "\".\"", "\"../../x\"", "\"/tmp/x\"", "\"a/b\"", "\"\""}) {
+  for (const char* etag : {"\"..\"", "\".\"", "\"../../x\"", "\"/tmp/x\"", "\"a/b\"", "\"\""}) {
     hub.git_etag = etag;
     auto r = run_toy("fetch org/tiny config.json");
     EXPECT_EQ(r.code, 4) << etag << ": " << r.err;

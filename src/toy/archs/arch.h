@@ -43,6 +43,8 @@ template <class T>
 struct Required {
   T fresh;  // the value of a new model that does not give it
 };
+template <class T>
+Required(T) -> Required<T>;  // clang 14 deduces no aggregate's arguments by itself
 enum class Bound { Positive, NonNegative };
 
 template <class T>

@@ -1,4 +1,4 @@
-// engines/generate.h — the generation loop shared by `toy infer` and the server.
+// engines/generate.h — the generation loop of `toy infer` (the server batches its own: serve/decode_loop.h).
 #pragma once
 
 #include <chrono>
