@@ -386,8 +386,11 @@ void write_model(const Card& c, const std::string& path, uint64_t seed) {
     if (id && v.is_integer() && v.as_int() >= 0 && v.as_int() < c.n_vocab) w.set(k, v);
   }
   // card.rope_freqs is the one tensor a card gives by value (GGUF lists it first).
-  const Tensor freqs = Tensor::from({int64_t(c.rope_freqs.size())}, c.rope_freqs);
-  if (!c.rope_freqs.empty()) w.add_tensor("rope_freqs.weight", freqs);
+  Tensor freqs;  // alive until the write
+  if (!c.rope_freqs.empty()) {
+    freqs = Tensor::from({int64_t(c.rope_freqs.size())}, c.rope_freqs);
+    w.add_tensor("rope_freqs.weight", freqs);
+  }
   model->for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
   w.write(path);
 }
