@@ -77,35 +77,34 @@ void KeyReader::rule(bool ok, const std::string& what) {
   if (!ok) fail(what);
 }
 
+namespace {
+// A key the metadata lacks takes its default, or, for a new model, its value for one; false when
+// it has neither (a file must give it).
+template <class T>
+bool take_absent(T& f, const KeyRule<T>& r, bool new_model) {
+  if (r.def)
+    f = *r.def;
+  else if (new_model && r.fresh)
+    f = *r.fresh;
+  else
+    return false;
+  return true;
+}
+}  // namespace
+
 void KeyReader::visit(const char* name, int64_t& f, const KeyRule<int64_t>& r) {
   const Value* v = find(name);
-  if (!v) {
-    if (r.def)
-      f = *r.def;
-    else if (mode_ == Mode::NewModel && r.fresh)
-      f = *r.fresh;
-    else
-      fail("missing integer key " + arch_ + "." + name);
-  } else {
-    if (!v->is_integer()) fail(arch_ + "." + name + " must be an integer, got " + v->to_display());
-    f = v->as_int();
-  }
+  if (!v && !take_absent(f, r, mode_ == Mode::NewModel)) fail("missing integer key " + arch_ + "." + name);
+  if (v && !v->is_integer()) fail(arch_ + "." + name + " must be an integer, got " + v->to_display());
+  if (v) f = v->as_int();
   if (f < 1 || f > kMaxInt) fail(arch_ + "." + name + " = " + std::to_string(f) + " is out of range [1, 2^24]");
 }
 
 void KeyReader::visit(const char* name, float& f, const KeyRule<float>& r) {
   const Value* v = find(name);
-  if (!v) {
-    if (r.def)
-      f = *r.def;
-    else if (mode_ == Mode::NewModel && r.fresh)
-      f = *r.fresh;
-    else
-      fail("missing key " + arch_ + "." + name);
-  } else {
-    if (!v->is_float() && !v->is_integer()) fail(arch_ + "." + name + " must be a number, got " + v->to_display());
-    f = float(v->as_float());
-  }
+  if (!v && !take_absent(f, r, mode_ == Mode::NewModel)) fail("missing key " + arch_ + "." + name);
+  if (v && !v->is_float() && !v->is_integer()) fail(arch_ + "." + name + " must be a number, got " + v->to_display());
+  if (v) f = float(v->as_float());
   const bool ok = std::isfinite(f) && (r.bound == Bound::Positive ? f > 0 : f >= 0);
   if (!ok)
     fail(arch_ + "." + name + " = " + std::to_string(f) + " must be finite and " +
