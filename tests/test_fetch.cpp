@@ -34,13 +34,13 @@ namespace {
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 
 // A real (tiny) GGUF so that `toy list` can read what was fetched.
-std::string model_bytes() {
+std::string model_bytes(uint32_t file_type = 0) {
   const fs::path p = fs::path(testing::TempDir()) / ("toy_fetch_model_" + std::to_string(::getpid()) + ".gguf");
   std::vector<float> w(4096);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 97) * 0.01f;
   toy::gguf::GgufWriter g;
   g.set("general.architecture", toy::gguf::Value::of_string("llama"));
-  g.set("general.file_type", toy::gguf::Value::of_u32(0));
+  g.set("general.file_type", toy::gguf::Value::of_u32(file_type));
   g.add_tensor("token_embd.weight", {64, 64}, toy::DType::F32, w.data());
   g.write(p.string());
   std::string bytes = read_text(p);
@@ -53,6 +53,7 @@ struct FakeHub {
   std::thread thread;
   int port = 0;
   std::string model = model_bytes();
+  std::string model_q4 = model_bytes(15);  // tiny-Q4_K_M.gguf: other bytes, so another blob
   std::string config = "{\"model_type\": \"llama\"}\n";
   std::string announced_sha = toy::hub::sha256_hex(model);                // what X-Linked-Etag claims
   std::string token;                                                      // required bearer token ("" = open)
@@ -94,12 +95,15 @@ struct FakeHub {
         return;
       }
       res.set_header("X-Repo-Commit", commit);
-      if (file == "model.gguf" || file == "tiny-Q8_0.gguf" || file == "tiny-Q4_K_M.gguf") {
+      if (file == "model.gguf" || file == "tiny-Q8_0.gguf") {
         res.status = 302;
         res.set_header("X-Linked-Etag", "\"" + announced_sha + "\"");
         res.set_header("X-Linked-Size", std::to_string(int64_t(model.size()) + size_delta));
         res.set_header("ETag", "\"abcdef\"");
         res.set_header("Location", cdn_base + "/cdn/" + announced_sha);
+      } else if (file == "tiny-Q4_K_M.gguf") {  // served in place, its sha256 as the ETag
+        res.set_header("ETag", "\"" + toy::hub::sha256_hex(model_q4) + "\"");
+        res.set_content(model_q4, "application/octet-stream");
       } else if (file == "config.json") {
         res.set_header("ETag", git_etag);  // git blob sha1: no sha256 check
         res.set_content(config, "application/json");
@@ -333,7 +337,6 @@ TEST_F(FetchTest, UnreachableHostIsANetworkError) {
 
 TEST_F(FetchTest, BadArguments) {
   EXPECT_EQ(run_toy("fetch").code, 2);
-  EXPECT_EQ(run_toy("fetch org/tiny").code, 2);
   EXPECT_EQ(run_toy("fetch ../etc model.gguf").code, 2);
   EXPECT_EQ(run_toy("fetch a/b/c model.gguf").code, 2);
   EXPECT_EQ(run_toy("fetch org/tiny model.gguf --retries x").code, 2);
