@@ -68,8 +68,10 @@ int run(const Args& a) {
   const int64_t n_ctx = std::min<int64_t>(c.n_ctx, 1024);
   DecodeEngine engine(*model, n_ctx, kv_type(a));
   const double kv_mib = double(engine.kv_cache_bytes()) / (1 << 20);
-  // Tokens to process: tg128, pp128 and pp512, each reps + 1 times (the first is the warm-up).
-  Progress bar("bench", int64_t(reps + 1) * (128 + 128 + 512), Progress::Unit::Count, "tokens");
+  // Tokens to process: tg128, pp128 and pp512 where they fit the context, each reps + 1 times
+  // (the first is the warm-up).
+  const int64_t per_rep = (129 <= n_ctx ? 128 : 0) + (128 <= n_ctx ? 128 : 0) + (512 <= n_ctx ? 512 : 0);
+  Progress bar("bench", int64_t(reps + 1) * per_rep, Progress::Unit::Count, "tokens");
   int64_t processed = 0;
   auto time_prompt = [&](int64_t n) -> std::optional<Stat> {
     if (n > n_ctx) return std::nullopt;
