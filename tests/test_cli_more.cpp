@@ -67,9 +67,11 @@ std::string reference(const json& m) {
     s += "| option | type | default | description |\n|---|---|---|---|\n";
     for (const auto& f : c["flags"]) {
       const std::string shrt = f.contains("short") ? "`" + f["short"].get<std::string>() + "`, " : "";
+      std::string aliases;
+      for (const auto& alias : f.value("aliases", json::array())) aliases += ", `" + alias.get<std::string>() + "`";
       const std::string def = flag_default(f);
-      s += "| " + shrt + "`" + f["name"].get<std::string>() + "` | " + f["type"].get<std::string>() + " | " +
-           (def.empty() ? "" : "`" + cell(def) + "`") + " | " + cell(f["help"]) + " |\n";
+      s += "| " + shrt + "`" + f["name"].get<std::string>() + "`" + aliases + " | " + f["type"].get<std::string>() +
+           " | " + (def.empty() ? "" : "`" + cell(def) + "`") + " | " + cell(f["help"]) + " |\n";
     }
   }
   return s + "\n" + kEnd;
@@ -153,6 +155,46 @@ TEST(CliDocs, ReferenceMatchesManifest) {
   // The exit-code table.
   for (const auto& [code, meaning] : m["exit_codes"].items())
     EXPECT_NE(md.find("| " + code + " | " + meaning.get<std::string>()), std::string::npos) << "exit code " << code;
+}
+
+TEST(CliDocs, HabitsTableMatchesManifest) {
+  // docs/cli.md "Coming from llama.cpp, ollama or mlx-lm": every `toy …` in the table's toy column
+  // names a command, and each option in it is one of that command's spellings.
+  const json m = manifest();
+  const std::string md = read_text(docs_path());
+  const size_t start = md.find("## Coming from llama.cpp, ollama or mlx-lm");
+  ASSERT_NE(start, std::string::npos) << "docs/cli.md lacks the section";
+  const size_t end = md.find("\n## ", start + 1);
+  std::istringstream in(md.substr(start, end - start));
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const size_t bar = line.find(" | ", 1);
+    ASSERT_NE(bar, std::string::npos) << line;
+    const std::string toy_cell = line.substr(bar + 3);
+    const size_t a = toy_cell.find("`toy "), b = toy_cell.find('`', a + 1);
+    ASSERT_TRUE(a != std::string::npos && b != std::string::npos) << "no `toy …` in: " << line;
+    std::istringstream words(toy_cell.substr(a + 1, b - a - 1));
+    std::string word, cmd;
+    words >> word >> cmd;
+    const json* c = nullptr;
+    for (const auto& k : m["commands"])
+      if (k["name"] == cmd) c = &k;
+    ASSERT_NE(c, nullptr) << "toy " << cmd << " does not exist: " << line;
+    std::set<std::string> spellings = {"--help", "-h"};
+    for (const auto& f : (*c)["flags"]) {
+      spellings.insert(f["name"].get<std::string>());
+      if (f.contains("short")) spellings.insert(f["short"].get<std::string>());
+      for (const auto& alias : f.value("aliases", json::array())) spellings.insert(alias.get<std::string>());
+    }
+    while (words >> word) {
+      if (word.size() < 2 || word[0] != '-' || std::isdigit(static_cast<unsigned char>(word[1]))) continue;
+      EXPECT_TRUE(spellings.count(word.substr(0, word.find('='))))
+          << "toy " << cmd << " has no " << word << ": " << line;
+    }
+    ++rows;
+  }
+  EXPECT_GE(rows, 15);
 }
 
 TEST(CliManifest, DescribesEveryCommandAndFlag) {

@@ -34,13 +34,13 @@ namespace {
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 
 // A real (tiny) GGUF so that `toy list` can read what was fetched.
-std::string model_bytes() {
+std::string model_bytes(uint32_t file_type = 0) {
   const fs::path p = fs::path(testing::TempDir()) / ("toy_fetch_model_" + std::to_string(::getpid()) + ".gguf");
   std::vector<float> w(4096);
   for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 97) * 0.01f;
   toy::gguf::GgufWriter g;
   g.set("general.architecture", toy::gguf::Value::of_string("llama"));
-  g.set("general.file_type", toy::gguf::Value::of_u32(0));
+  g.set("general.file_type", toy::gguf::Value::of_u32(file_type));
   g.add_tensor("token_embd.weight", {64, 64}, toy::DType::F32, w.data());
   g.write(p.string());
   std::string bytes = read_text(p);
@@ -53,6 +53,7 @@ struct FakeHub {
   std::thread thread;
   int port = 0;
   std::string model = model_bytes();
+  std::string model_q4 = model_bytes(15);  // tiny-Q4_K_M.gguf: other bytes, so another blob
   std::string config = "{\"model_type\": \"llama\"}\n";
   std::string announced_sha = toy::hub::sha256_hex(model);                // what X-Linked-Etag claims
   std::string token;                                                      // required bearer token ("" = open)
@@ -94,12 +95,15 @@ struct FakeHub {
         return;
       }
       res.set_header("X-Repo-Commit", commit);
-      if (file == "model.gguf") {
+      if (file == "model.gguf" || file == "tiny-Q8_0.gguf") {
         res.status = 302;
         res.set_header("X-Linked-Etag", "\"" + announced_sha + "\"");
         res.set_header("X-Linked-Size", std::to_string(int64_t(model.size()) + size_delta));
         res.set_header("ETag", "\"abcdef\"");
         res.set_header("Location", cdn_base + "/cdn/" + announced_sha);
+      } else if (file == "tiny-Q4_K_M.gguf") {  // served in place, its sha256 as the ETag
+        res.set_header("ETag", "\"" + toy::hub::sha256_hex(model_q4) + "\"");
+        res.set_content(model_q4, "application/octet-stream");
       } else if (file == "config.json") {
         res.set_header("ETag", git_etag);  // git blob sha1: no sha256 check
         res.set_content(config, "application/json");
@@ -115,6 +119,19 @@ struct FakeHub {
         res.set_header("X-Error-Code", "EntryNotFound");
         res.set_header("X-Error-Message", "Entry not found");
       }
+    });
+    // The repository's file list (GET /api/models/{repo}/tree/{revision}), as the hub answers it.
+    svr.Get(R"(/api/models/([^/]+)/([^/]+)/tree/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.matches[1].str() + "/" + req.matches[2].str() != "org/tiny") {
+        res.status = 404;
+        res.set_header("X-Error-Code", "RepoNotFound");
+        return;
+      }
+      nlohmann::json files = nlohmann::json::array();
+      for (const char* f : {"config.json", "tiny-Q8_0.gguf", "tiny-Q4_K_M.gguf", "mmproj-tiny-f16.gguf"})
+        files.push_back({{"type", "file"}, {"path", f}, {"size", 1}});
+      files.push_back({{"type", "directory"}, {"path", "extra"}});
+      res.set_content(files.dump(), "application/json");
     });
     svr.Get(R"(/cdn/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
       ++cdn_requests;
@@ -320,7 +337,6 @@ TEST_F(FetchTest, UnreachableHostIsANetworkError) {
 
 TEST_F(FetchTest, BadArguments) {
   EXPECT_EQ(run_toy("fetch").code, 2);
-  EXPECT_EQ(run_toy("fetch org/tiny").code, 2);
   EXPECT_EQ(run_toy("fetch ../etc model.gguf").code, 2);
   EXPECT_EQ(run_toy("fetch a/b/c model.gguf").code, 2);
   EXPECT_EQ(run_toy("fetch org/tiny model.gguf --retries x").code, 2);
@@ -498,4 +514,29 @@ TEST(Sha256, KnownVectors) {
   const std::string text(1000, 'x');
   for (size_t i = 0; i < text.size(); i += 37) s.update(text.data() + i, std::min<size_t>(37, text.size() - i));
   EXPECT_EQ(s.hex(), sha256_hex(text));
+}
+
+TEST_F(FetchTest, QuantizationSelectorsAndModelReferences) {
+  // llama.cpp's -hf habit: the file list picks the GGUF file of a quantization (not the projector).
+  auto r = run_toy("fetch org/tiny:q8_0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(trim(r.out), (repo_dir() / "snapshots" / kCommit / "tiny-Q8_0.gguf").string());
+  EXPECT_NE(r.err.find("tiny-Q8_0.gguf: 100%"), std::string::npos) << r.err;  // the plain progress form
+  // Two candidates: an error naming both; no such quantization; both FILE and :QUANT.
+  auto two = run_toy("fetch org/tiny");
+  EXPECT_EQ(two.code, 3);
+  EXPECT_NE(two.err.find("tiny-Q4_K_M.gguf"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("tiny-Q8_0.gguf"), std::string::npos) << two.err;
+  EXPECT_EQ(two.err.find("mmproj"), std::string::npos) << two.err;
+  EXPECT_EQ(run_toy("fetch org/tiny:Q2_K").code, 3);
+  EXPECT_EQ(run_toy("fetch org/tiny:Q8_0 model.gguf").code, 2);
+  EXPECT_EQ(run_toy("fetch org/nothere:Q8_0").code, 4);
+  // A model reference anywhere a model is taken: fetched when missing, then found in the cache.
+  auto d = run_toy("describe hf:org/tiny:Q4_K_M");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_TRUE(fs::exists(repo_dir() / "snapshots" / kCommit / "tiny-Q4_K_M.gguf"));
+  env.set("HF_ENDPOINT", "http://127.0.0.1:" + std::to_string(closed_port()));
+  EXPECT_EQ(run_toy("describe org/tiny:Q4_K_M").code, 0);
+  EXPECT_EQ(run_toy("describe hf:org/tiny:Q8_0").code, 0);
+  EXPECT_EQ(run_toy("describe org/tiny").code, 3);  // two in the cache now
 }

@@ -38,19 +38,20 @@ TEST(Infer, RealFileGivesTheReferenceContinuationFromText) {
   const std::string prompt = ref["prompt_text"];
   const int n = int(ref["generated_tokens"].size());
   auto r = run_toy("infer " + model.string() + " --prompt " + quote(prompt) + " -n " + std::to_string(n) +
-                   " --temp 0 --threads 1");
+                   " --temp 0 --threads 1 --no-display-prompt");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, ref["generated_text"].get<std::string>() + "\n");
   EXPECT_NE(r.err.find("tok/s"), std::string::npos);
   // The same through ids.
   std::string ids;
   for (int id : ref["prompt_tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  auto r2 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0");
+  auto r2 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) +
+                    " --temp 0 --no-display-prompt");
   ASSERT_EQ(r2.code, 0) << r2.err;
   EXPECT_EQ(r2.out, r.out);
   // With an F16 KV cache (llama.cpp's default) the greedy continuation is the same here.
-  auto r3 =
-      run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) + " --temp 0 --kv-type f16");
+  auto r3 = run_toy("infer " + model.string() + " --ids " + ids + " -n " + std::to_string(n) +
+                    " --temp 0 --kv-type f16 --no-display-prompt");
   ASSERT_EQ(r3.code, 0) << r3.err;
   EXPECT_EQ(r3.out, r.out);
 }
@@ -91,7 +92,7 @@ TEST(Infer, BadInputGetsClearErrors) {
   TOY_REQUIRE_FIXTURE(model, "models/smollm2/smollm2-f32.gguf");
   const std::string m = model.string();
   // -n 0: processes the prompt, prints nothing but the newline.
-  auto zero = run_toy("infer " + m + " --ids 1,2,3 -n 0");
+  auto zero = run_toy("infer " + m + " --ids 1,2,3 -n 0 --no-display-prompt");
   EXPECT_EQ(zero.code, 0) << zero.err;
   EXPECT_EQ(zero.out, "\n");
   // Out-of-range ids, malformed ids.
@@ -100,12 +101,14 @@ TEST(Infer, BadInputGetsClearErrors) {
   EXPECT_NE(oor.err.find("99999"), std::string::npos) << oor.err;
   EXPECT_EQ(run_toy("infer " + m + " --ids 1,abc").code, 2);
   EXPECT_EQ(run_toy("eval " + m + " --ids 5,600").code, 2);
-  // A prompt longer than the context (the fixture's context is 256).
+  // A prompt longer than the context (the fixture's context is 256): BOS and its last 127 tokens
+  // are kept, with a warning (it was refused before; llama-server truncates likewise).
   std::string many = "1";
   for (int i = 0; i < 300; ++i) many += ",5";
-  auto longp = run_toy("infer " + m + " --ids " + many);
-  EXPECT_EQ(longp.code, 2);
-  EXPECT_NE(longp.err.find("context"), std::string::npos) << longp.err;
+  auto longp = run_toy("infer " + m + " --ids " + many + " -n 1");
+  EXPECT_EQ(longp.code, 0) << longp.err;
+  EXPECT_NE(longp.err.find("301 tokens, more than the context of 256: only its last 127"), std::string::npos)
+      << longp.err;
   // Empty prompt text still has BOS (SPM adds it): generation works.
   EXPECT_EQ(run_toy("infer " + m + " --prompt '' -n 2 --temp 0").code, 0);
   // Bad sampling values.

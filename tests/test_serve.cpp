@@ -298,7 +298,8 @@ TEST_F(Serve, HealthModelsTokenize) {
 
 TEST_F(Serve, GreedyCompletionEqualsToyInfer) {
   const std::string prompt = "Once upon a time, there was a little girl who lived in a village near the forest.";
-  const auto infer = run_toy("infer " + model_.string() + " --prompt " + shell_quote(prompt) + " -n 24 --temp 0");
+  const auto infer =
+      run_toy("infer " + model_.string() + " --prompt " + shell_quote(prompt) + " -n 24 --temp 0 --no-display-prompt");
   ASSERT_EQ(infer.code, 0) << infer.err;
   ASSERT_FALSE(infer.out.empty());
   const std::string expected = infer.out.substr(0, infer.out.size() - 1);  // infer ends with "\n"

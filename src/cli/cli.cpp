@@ -74,10 +74,24 @@ bool Args::flag(const std::string& f) const { return str(f) == "true"; }
 Args parse_args(const Command& c, const std::vector<std::string>& argv) {
   Args a;
   for (const Flag& f : c.flags) a.values_[f.name] = f.type == FlagType::Bool && f.def.empty() ? "false" : f.def;
-  auto find = [&](const std::string& name) -> const Flag* {
-    for (const Flag& f : c.flags)
-      if (f.name == name) return &f;
+  // A spelling as typed ("--ctx-size", "-c", "-ngl") -> its flag; null when unknown.
+  auto find = [&](const std::string& spelling) -> const Flag* {
+    for (const Flag& f : c.flags) {
+      if (spelling == "--" + f.name || (f.short_name && spelling == std::string("-") + f.short_name)) return &f;
+      for (const std::string& alias : f.aliases)
+        if (spelling == alias) return &f;
+    }
     return nullptr;
+  };
+  auto unknown = [&](const std::string& spelling) {
+    std::vector<std::string> spellings;
+    for (const Flag& f : c.flags) {
+      spellings.push_back("--" + f.name);
+      spellings.insert(spellings.end(), f.aliases.begin(), f.aliases.end());
+    }
+    const std::string near = closest(spelling, spellings);
+    return UsageError("unknown option '" + spelling + "' for 'toy " + c.name + "'" +
+                      (near.empty() ? "" : "; did you mean '" + near + "'?") + " (see toy " + c.name + " --help)");
   };
   bool only_positional = false;
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -91,24 +105,16 @@ Args parse_args(const Command& c, const std::vector<std::string>& argv) {
       only_positional = true;
       continue;
     }
-    std::string name, value;
+    std::string spelling = s, value;
     bool has_value = false;
-    if (s.rfind("--", 0) == 0) {
-      name = s.substr(2);
-      if (auto eq = name.find('='); eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-        has_value = true;
-      }
-    } else {
-      for (const Flag& f : c.flags)
-        if (s.size() == 2 && f.short_name == s[1]) name = f.name;
-      if (name.empty())
-        throw UsageError("unknown option '" + s + "' for 'toy " + c.name + "' (see toy " + c.name + " --help)");
+    if (auto eq = s.find('='); s.rfind("--", 0) == 0 && eq != std::string::npos) {
+      spelling = s.substr(0, eq);
+      value = s.substr(eq + 1);
+      has_value = true;
     }
-    const Flag* f = find(name);
-    if (!f)
-      throw UsageError("unknown option '--" + name + "' for 'toy " + c.name + "' (see toy " + c.name + " --help)");
+    const Flag* f = find(spelling);
+    if (!f) throw unknown(spelling);
+    const std::string& name = f->name;
     if (f->type == FlagType::Bool) {
       if (has_value && value != "true" && value != "false") throw UsageError("--" + name + ": expected true or false");
       a.values_[name] = has_value ? value : "true";
@@ -154,13 +160,13 @@ std::string help_text(const Command& c) {
     std::string left = "  ";
     left += f.short_name ? std::string("-") + f.short_name + ", " : "    ";
     left += "--" + f.name;
+    for (const std::string& alias : f.aliases) left += ", " + alias;
     if (f.type != FlagType::Bool)
       left += " " + std::string(type_name(f.type) == std::string("path") ? "PATH"
                                 : f.type == FlagType::String             ? "TEXT"
                                 : f.type == FlagType::Int                ? "N"
                                                                          : "X");
-    left += std::string(left.size() < 30 ? 30 - left.size() : 1, ' ');
-    s += left + f.help;
+    s += left + (left.size() < 30 ? std::string(30 - left.size(), ' ') : "\n" + std::string(30, ' ')) + f.help;
     if (f.type != FlagType::Bool && !f.def.empty()) s += " (default: " + f.def + ")";
     s += "\n";
   }
@@ -192,12 +198,70 @@ std::string manifest_json() {
                                 {"default", f.type == FlagType::Bool && f.def.empty() ? "false" : f.def},
                                 {"help", f.help}};
       if (f.short_name) fj["short"] = std::string("-") + f.short_name;
+      if (!f.aliases.empty()) fj["aliases"] = f.aliases;
       j["flags"].push_back(fj);
     }
     cmds.push_back(j);
   }
   m["commands"] = cmds;
   return m.dump(2);
+}
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : commands())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
+  // Levenshtein distance, one row at a time.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
+  for (const std::string& c : candidates)
+    if (const size_t d = distance(word, c); d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  return best;
+}
+
+void check_environment() {
+  auto value = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  if (auto v = value("TOY_THREADS")) {
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(*v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v->size() || n < 1 || n > 1024)
+      throw UsageError("TOY_THREADS='" + *v + "': expected a number of threads between 1 and 1024 (or unset it)");
+  }
+  if (auto v = value("TOY_SIMD"); v && *v != "scalar" && *v != "avx2" && *v != "avx512vnni")
+    throw UsageError("TOY_SIMD='" + *v +
+                     "': expected scalar, avx2 or avx512vnni (or unset it for the best the CPU has)");
+  if (auto v = value("TOY_DEFAULT_MODEL"); v && v->empty())
+    throw UsageError("TOY_DEFAULT_MODEL is set but empty: set it to a GGUF file, or unset it");
+  if (auto v = value("HF_ENDPOINT"); v && v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
+    throw UsageError("HF_ENDPOINT='" + *v + "': expected an http:// or https:// URL");
 }
 
 std::string default_model_path() {

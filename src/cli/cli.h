@@ -35,6 +35,8 @@ struct Flag {
   std::string def;  // default as text ("" = none); Bool flags default to "false"
   std::string help;
   char short_name = 0;  // optional: 'n' -> -n
+  // Other spellings, dashes included, for the habits of other tools: "--ctx-size", "-ngl".
+  std::vector<std::string> aliases = {};
 };
 
 struct Positional {
@@ -79,6 +81,15 @@ struct Registrar {
 
 Args parse_args(const Command& c, const std::vector<std::string>& argv);  // throws UsageError
 std::string help_text(const Command& c);
+const Command* find_command(const std::string& name);
+
+// The candidate closest to `word` by edit distance, when it is close enough to be a likely typo
+// (at most a third of the word's letters, and at least one, differ); "" otherwise.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+
+// Checks the environment variables toy reads (TOY_THREADS, TOY_SIMD, TOY_DEFAULT_MODEL,
+// HF_ENDPOINT): a value that would be ignored or misread is a UsageError naming the variable.
+void check_environment();
 std::string manifest_json();
 
 // Model argument resolution shared by commands: an explicit path, else the embedded default.

@@ -15,6 +15,7 @@
 
 #include "cli/common.h"
 #include "toy/engines/decode.h"
+#include "toy/io/progress.h"
 #include "toy/kernels/bandwidth.h"
 #include "toy/kernels/kernels.h"
 
@@ -42,7 +43,7 @@ int run(const Args& a) {
   apply_threads(a);
   const int reps = int(a.integer("reps"));
   if (reps < 1 || reps > 100) throw UsageError("--reps must be between 1 and 100");
-  const std::string path = *a.positional(0);
+  const std::string path = resolve_model(*a.positional(0));
 
   auto t0 = clock_type::now();
   auto file = gguf::GgufFile::open(path);
@@ -67,6 +68,11 @@ int run(const Args& a) {
   const int64_t n_ctx = std::min<int64_t>(c.n_ctx, 1024);
   DecodeEngine engine(*model, n_ctx, kv_type(a));
   const double kv_mib = double(engine.kv_cache_bytes()) / (1 << 20);
+  // Tokens to process: tg128, pp128 and pp512 where they fit the context, each reps + 1 times
+  // (the first is the warm-up).
+  const int64_t per_rep = (129 <= n_ctx ? 128 : 0) + (128 <= n_ctx ? 128 : 0) + (512 <= n_ctx ? 512 : 0);
+  Progress bar("bench", int64_t(reps + 1) * per_rep, Progress::Unit::Count, "tokens");
+  int64_t processed = 0;
   auto time_prompt = [&](int64_t n) -> std::optional<Stat> {
     if (n > n_ctx) return std::nullopt;
     std::vector<double> v;
@@ -76,6 +82,7 @@ int run(const Args& a) {
       auto s = clock_type::now();
       engine.feed(ids, true);
       if (r) v.push_back(double(n) / std::chrono::duration<double>(clock_type::now() - s).count());
+      bar.update(processed += n);
     }
     return stats(v);
   };
@@ -89,6 +96,7 @@ int run(const Args& a) {
       auto s = clock_type::now();
       for (int64_t i = 1; i <= n; ++i) engine.feed(std::span<const int32_t>(&ids[size_t(i)], 1), true);
       if (r) v.push_back(double(n) / std::chrono::duration<double>(clock_type::now() - s).count());
+      bar.update(processed += n);
     }
     return stats(v);
   };
@@ -98,6 +106,7 @@ int run(const Args& a) {
   const auto tg128 = time_generation(128);
   const double gen_rss_mib = peak_rss_mib();
   const auto pp128 = time_prompt(128), pp512 = time_prompt(512);
+  bar.finish();
   const double bw = kernels::measure_read_bandwidth_gbs();
   const double roof = bytes_per_token > 0 ? bw * 1e9 / bytes_per_token : 0;
   const double fraction = tg128 && roof > 0 ? tg128->median / roof : 0;

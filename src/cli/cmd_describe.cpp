@@ -69,8 +69,8 @@ int describe_card(const std::string& path, const Args& a) {
 }
 
 int run(const Args& a) {
-  const std::string path = *a.positional(0);
-  if (card::is_card_file(path)) return describe_card(path, a);
+  if (card::is_card_file(*a.positional(0))) return describe_card(*a.positional(0), a);
+  const std::string path = resolve_model(*a.positional(0));
   auto f = GgufFile::open(path);
   if (a.flag("card")) {  // with --json: the configuration the card holds
     try {

@@ -8,7 +8,6 @@
 //                    (default) or a strided sliding window (--stride); docs/eval.md.
 // The log-probability and perplexity arithmetic lives in engines/eval.h; this file only reads
 // input and prints.
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -20,6 +19,7 @@
 #include "cli/common.h"
 #include "toy/engines/eval.h"
 #include "toy/io/output_file.h"
+#include "toy/io/progress.h"
 
 namespace toy::cli {
 namespace {
@@ -129,18 +129,6 @@ int score_sequence(const Args& a, const Loaded& l) {
   return kOk;
 }
 
-// A progress bar on stderr, drawn only when stderr is a terminal.
-std::function<void(int64_t, int64_t)> progress_bar() {
-  if (!::isatty(2)) return nullptr;
-  return [](int64_t done, int64_t total) {
-    const int width = 30, filled = int(double(width) * double(done) / double(total));
-    std::fprintf(stderr, "\rperplexity [%s%s] %lld/%lld windows", std::string(size_t(filled), '#').c_str(),
-                 std::string(size_t(width - filled), ' ').c_str(), (long long)done, (long long)total);
-    if (done == total) std::fputs("\n", stderr);
-    std::fflush(stderr);
-  };
-}
-
 int score_file(const Args& a, const Loaded& l) {
   if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer; --file needs one");
   if (a.has("dump-logits")) throw UsageError("--dump-logits works with --ids or --text, not --file");
@@ -164,10 +152,15 @@ int score_file(const Args& a, const Loaded& l) {
   if (o.stride < 0 || o.stride > o.n_ctx) throw UsageError("--stride must be between 0 (llama.cpp chunks) and --ctx");
   if (o.max_windows < 0) throw UsageError("--chunks must be ≥ 0");
   o.bos = l.tokenizer->add_bos() ? l.tokenizer->bos() : -1;
-  o.progress = progress_bar();
+  Progress bar("perplexity", 0, Progress::Unit::Count, "windows");
+  o.progress = [&bar](int64_t done, int64_t total) {
+    bar.set_total(total);
+    bar.update(done);
+  };
   PerplexityResult r;
   try {
     r = perplexity(*l.model, tokens, o);
+    bar.finish();
   } catch (const std::invalid_argument& e) {
     throw InputError(path + ": " + e.what() + " (the text has " + std::to_string(tokens.size()) + " tokens)");
   }
@@ -202,7 +195,8 @@ Registrar reg({
     .name = "eval",
     .summary = "score text: per-token log-probs with top-k alternatives, perplexity over a file",
     .positionals = {{"MODEL", "a GGUF model (default: the embedded story model)", false}},
-    .flags = {{"ids", FlagType::String, "", "token ids, e.g. 1,15043,3186"},
+    .flags = {model_flag(),
+              {"ids", FlagType::String, "", "token ids, e.g. 1,15043,3186"},
               {"text", FlagType::String, "", "text to score (tokenized with the model's tokenizer, BOS as it says)"},
               {"dump-logits", FlagType::Path, "", "write all logits as little-endian float32 [n_tokens][n_vocab]"},
               {"top-k", FlagType::Int, "0", "also list the k most likely tokens at each position"},

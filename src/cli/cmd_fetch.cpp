@@ -1,29 +1,36 @@
 // cli/cmd_fetch.cpp — `toy fetch REPO FILE`: download one file from the Hugging Face hub into its cache.
-#include <unistd.h>
-
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "toy/hub/hub.h"
 
 namespace toy::cli {
 namespace {
 
 int run(const Args& a) {
-  const std::string repo = *a.positional(0), file = *a.positional(1);
+  // REPO may carry a quantization, as llama.cpp's -hf: org/repo:Q4_K_M picks the file.
+  std::string repo = *a.positional(0), quant;
+  if (repo.rfind("hf:", 0) == 0) repo = repo.substr(3);
+  if (const size_t colon = repo.find(':'); colon != std::string::npos) {
+    quant = repo.substr(colon + 1);
+    repo = repo.substr(0, colon);
+  }
+  if (a.positional(1) && !quant.empty()) throw UsageError("give FILE or REPO:QUANT, not both");
   hub::FetchOptions o;
   o.revision = a.str("revision");
   o.cache_dir = a.str("cache-dir");
   o.retries = int(a.integer("retries"));
   if (o.retries < 0 || o.retries > 100) throw UsageError("--retries must be between 0 and 100");
-  o.progress = !a.flag("quiet") && ::isatty(2);
+  o.progress = !a.flag("quiet");
   try {  // malformed names are usage errors, before any network traffic
     hub::repo_folder(repo);
-    hub::check_file_path(file);
+    if (a.positional(1)) hub::check_file_path(*a.positional(1));
     hub::check_revision(o.revision);
   } catch (const hub::HubError& e) {
     throw UsageError(e.what());
   }
+  const std::string file = a.positional(1) ? *a.positional(1) : hub_file(*a.positional(0), repo, quant, o);
   hub::FetchResult r;
   try {
     r = hub::fetch(repo, file, o);
@@ -49,8 +56,9 @@ int run(const Args& a) {
 Registrar reg({
     .name = "fetch",
     .summary = "download a file from the Hugging Face hub into the local cache (resumable, checksummed)",
-    .positionals = {{"REPO", "repository id, e.g. HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"},
-                    {"FILE", "file in the repository, e.g. smollm2-135m-instruct-q8_0.gguf"}},
+    .positionals = {{"REPO", "repository id, e.g. HuggingFaceTB/SmolLM2-135M-Instruct-GGUF, or REPO:QUANT"},
+                    {"FILE", "file in the repository (default: the GGUF file REPO:QUANT selects, or the only one)",
+                     false}},
     .flags = {{"revision", FlagType::String, "main", "branch, tag or commit to download from"},
               {"cache-dir", FlagType::Path, "",
                "cache directory (default: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)"},
@@ -62,7 +70,11 @@ Registrar reg({
         "Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (for gated or private repositories).\n"
         "An interrupted download resumes where it stopped when the same command runs again.\n"
         "exit codes: 4 for network failures, 'not found' (404), 'not authorized' (401/403) and checksum mismatches.\n"
-        "example: toy fetch bartowski/SmolLM2-135M-Instruct-GGUF SmolLM2-135M-Instruct-Q8_0.gguf",
+        "Without FILE, the repository's file list picks the GGUF file of quantization QUANT (Q4_K_M, q8_0, ...;\n"
+        "the only GGUF file when there is one), as llama.cpp's -hf does. The progress goes to stderr: a bar\n"
+        "on a terminal, a line every 10% elsewhere.\n"
+        "examples:\n  toy fetch bartowski/SmolLM2-135M-Instruct-GGUF SmolLM2-135M-Instruct-Q8_0.gguf\n"
+        "  toy fetch bartowski/SmolLM2-135M-Instruct-GGUF:Q8_0",
 });
 
 }  // namespace

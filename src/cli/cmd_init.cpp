@@ -10,6 +10,7 @@
 #include "toy/archs/model.h"
 #include "toy/cards/card.h"
 #include "toy/io/file_type.h"
+#include "toy/io/progress.h"
 #include "toy/tensor/quant.h"
 #include "toy/tokenizer/tokenizer.h"
 
@@ -108,6 +109,9 @@ int run(const Args& a) {
   writer.set("general.file_type", gguf::Value::of_u32(ft->general_file_type));
   write_placeholder_vocab(writer, shape.n_vocab);
   std::vector<Tensor> converted;  // keeps quantized copies alive until the write
+  int64_t n_weights = 0, done = 0;
+  model->for_each_param([&](Tensor& t) { n_weights += t.numel(); });
+  Progress bar("init: " + std::string(ft->name), n_weights, Progress::Unit::Count, "weights");
   model->for_each_param([&](Tensor& t) {
     // As llama-quantize would write this file type (vectors stay F32).
     const DType target = gguf::tensor_dtype(*ft, t.name(), t.shape(), int(shape.n_layer), shape.tied_output);
@@ -115,7 +119,9 @@ int run(const Args& a) {
     quantize(target, t.data(), q.raw_mut(), t.numel());
     converted.push_back(q);
     writer.add_tensor(t.name(), q);
+    bar.update(done += t.numel());
   });
+  bar.finish();
   writer.write(out);
   std::fprintf(stderr, "init: wrote %s\n", out.c_str());
   return kOk;

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "toy/io/gguf.h"
 #include "toy/tokenizer/tokenizer.h"
 #include "toy/tokenizer/unicode.h"
@@ -58,7 +59,7 @@ int run(const Args& a) {
   if (has_text == has_file) throw UsageError("give exactly one of --text and --file (see toy tokenize --help)");
   const std::string text = has_text ? a.str("text") : read_input(a.str("file"));
 
-  auto f = gguf::GgufFile::open(*a.positional(0));
+  auto f = gguf::GgufFile::open(resolve_model(*a.positional(0)));
   std::shared_ptr<const Tokenizer> tok;
   std::vector<int32_t> ids;
   try {

@@ -1,18 +1,34 @@
 // cli/common.cpp — shared helpers for the commands.
 #include "cli/common.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 
+#include "toy/hub/hub.h"
 #include "toy/kernels/kernels.h"
 
 namespace toy::cli {
 
-Loaded load_model_and_tokenizer(const Args& a, size_t model_positional) {
-  const std::string path = a.positional(model_positional).value_or(default_model_path());
+bool model_given(const Args& a, size_t model_positional) { return a.positional(model_positional) || a.has("model"); }
+
+std::string model_argument(const Args& a, size_t model_positional) {
+  if (a.positional(model_positional) && a.has("model"))
+    throw UsageError("give the model once: as MODEL or as -m/--model, not both");
+  if (a.positional(model_positional)) return resolve_model(*a.positional(model_positional));
+  if (a.has("model")) return resolve_model(a.str("model"));
+  const std::string path = default_model_path();
   if (!std::filesystem::exists(path))
-    throw InputError(path + ": no such file" +
-                     (a.positional(model_positional) ? "" : " (the embedded default model is missing; pass a MODEL)"));
+    throw InputError(path + ": no such file (the embedded default model is missing; pass a MODEL)");
+  return path;
+}
+
+Loaded load_model_and_tokenizer(const Args& a, size_t model_positional) {
+  const std::string path = model_argument(a, model_positional);
   Loaded l;
   l.file = gguf::GgufFile::open(path);
   l.model = load_model(l.file);
@@ -108,6 +124,123 @@ std::string for_terminal(std::string_view text, bool multiline) {
   }
   return out;
 }
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Whether `file`'s name carries quantization `quant` as one of its '-', '.' or '_' separated
+// parts: "smollm2-135m-q4_k_m.gguf" has "Q4_K_M"; "q4_k_m_l" or "xq4_k_m" do not.
+bool has_quant(const std::string& file, const std::string& quant) {
+  const std::string name = lower(std::filesystem::path(file).filename().string()), q = lower(quant);
+  for (size_t at = name.find(q); at != std::string::npos; at = name.find(q, at + 1)) {
+    const auto boundary = [&](size_t i) { return i >= name.size() || name[i] == '-' || name[i] == '.'; };
+    if ((at == 0 || boundary(at - 1) || name[at - 1] == '_') && boundary(at + q.size())) return true;
+  }
+  return false;
+}
+
+// The model files among a repository's `files` that `quant` selects ("": every one); multimodal
+// projectors (mmproj-*) and the later shards of a split model are never the model to run.
+std::vector<std::string> select_gguf(const std::vector<std::string>& files, const std::string& quant) {
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    const std::string name = lower(std::filesystem::path(f).filename().string());
+    if (name.size() < 5 || name.substr(name.size() - 5) != ".gguf" || name.rfind("mmproj", 0) == 0) continue;
+    if (name.find("-of-") != std::string::npos && name.find("-00001-of-") == std::string::npos) continue;
+    if (quant.empty() || has_quant(f, quant)) out.push_back(f);
+  }
+  return out;
+}
+
+[[noreturn]] void ambiguous(const std::string& ref, const std::vector<std::string>& candidates) {
+  std::string msg = "'" + ref + "' matches " + std::to_string(candidates.size()) + " models; name one of them:";
+  for (const std::string& c : candidates) msg += "\n  " + for_terminal(c);
+  throw InputError(msg);
+}
+
+// `hf:org/repo[:QUANT]` or `org/repo:QUANT` -> the file, from the cache or fetched into it.
+std::string resolve_hub(const std::string& ref, const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const std::string repo = spec.substr(0, colon), quant = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  try {
+    hub::repo_folder(repo);
+  } catch (const hub::HubError& e) {
+    throw UsageError(ref + ": " + e.what());
+  }
+  // In the cache already: no network needed.
+  std::vector<std::string> cached;
+  for (const hub::FoundModel& m : hub::scan({{"hf", hub::hf_hub_cache()}}).models)
+    if (m.name.rfind(repo + "/", 0) == 0 && !select_gguf({m.path}, quant).empty()) cached.push_back(m.path);
+  if (cached.size() == 1) return cached[0];
+  if (cached.size() > 1) ambiguous(ref, cached);
+  hub::FetchOptions o;
+  o.progress = true;
+  const std::string file = hub_file(ref, repo, quant, o);
+  std::cerr << "fetching " << repo << "/" << for_terminal(file) << "\n";
+  try {
+    return hub::fetch(repo, file, o).path;
+  } catch (const hub::HubError& e) {
+    if (e.kind == hub::HubError::Local) throw std::runtime_error(e.what());
+    throw NetworkError(ref + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::string hub_file(const std::string& ref, const std::string& repo, const std::string& quant,
+                     const hub::FetchOptions& o) {
+  std::vector<std::string> files;
+  try {
+    files = select_gguf(hub::list_files(repo, o), quant);
+  } catch (const hub::HubError& e) {
+    if (e.kind == hub::HubError::Local) throw UsageError(ref + ": " + e.what());
+    throw NetworkError(ref + ": " + e.what());
+  }
+  if (files.empty())
+    throw InputError(ref + ": " + repo + " has no GGUF file" + (quant.empty() ? "" : " with quantization " + quant));
+  if (files.size() > 1) ambiguous(ref, files);
+  return files[0];
+}
+
+std::string resolve_model(const std::string& ref) {
+  namespace fs = std::filesystem;
+  if (ref.empty()) throw UsageError("the model reference is empty");
+  if (fs::exists(ref)) return ref;
+  if (ref.rfind("hf:", 0) == 0) return resolve_hub(ref, ref.substr(3));
+  // A name from `toy list`: exact, then as a prefix ("org/repo", "llama3.2" for "llama3.2:latest").
+  const hub::Scan found = hub::scan();
+  std::vector<std::string> names, prefixed;
+  for (const hub::FoundModel& m : found.models) {
+    if (m.name == ref) return m.path;
+    names.push_back(m.name);
+    if (m.name.rfind(ref + "/", 0) == 0 || m.name.rfind(ref + ":", 0) == 0) prefixed.push_back(m.name);
+  }
+  const size_t slash = ref.find('/'), colon = ref.find(':');
+  if (prefixed.empty() && slash != std::string::npos && colon != std::string::npos && slash < colon)
+    return resolve_hub(ref, ref);  // org/repo:QUANT
+  auto path_of = [&](const std::string& name) {
+    for (const hub::FoundModel& m : found.models)
+      if (m.name == name) return m.path;
+    return std::string();
+  };
+  if (prefixed.size() == 1) return path_of(prefixed[0]);
+  if (prefixed.size() > 1) {
+    // "llama3.2" with "llama3.2:latest" among its tags: Ollama's default tag.
+    for (const std::string& n : prefixed)
+      if (n == ref + ":latest") return path_of(n);
+    ambiguous(ref, prefixed);
+  }
+  const std::string near = closest(ref, names);
+  throw InputError(ref + ": no such file, and no model of that name in `toy list`" +
+                   (near.empty() ? std::string() : "; did you mean '" + for_terminal(near) + "'?") +
+                   (slash != std::string::npos ? " (for the Hugging Face hub: hf:" + ref + ")" : ""));
+}
+
+Flag model_flag() { return {"model", FlagType::String, "", "the model, as MODEL (llama.cpp's -m)", 'm'}; }
 
 Flag threads_flag() { return {"threads", FlagType::Int, "0", "CPU threads (0: all cores, or $TOY_THREADS)", 't'}; }
 

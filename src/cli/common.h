@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "toy/archs/model.h"
+#include "toy/hub/hub.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
@@ -18,9 +19,29 @@ struct Loaded {
   std::shared_ptr<const Tokenizer> tokenizer;  // null when the file carries no vocabulary
 };
 
-// Opens MODEL (or the embedded default when absent), loads the model and, when present, its
+// Opens the model the command was given (model_argument), loads it and, when present, its
 // tokenizer. Bad files raise GgufError (exit 3).
 Loaded load_model_and_tokenizer(const Args& a, size_t model_positional = 0);
+
+// The model reference given as the MODEL positional or as -m/--model (not both: a UsageError),
+// resolved to a file (resolve_model); the embedded default model when neither is given.
+std::string model_argument(const Args& a, size_t model_positional = 0);
+bool model_given(const Args& a, size_t model_positional = 0);
+
+// A model reference -> a GGUF path, tried in this order:
+//   1. an existing file;
+//   2. `hf:ORG/REPO[:QUANT]`, or `ORG/REPO:QUANT`: the repository's GGUF file with that
+//      quantization (Q4_K_M, q8_0, F16; the only GGUF when there is one and no QUANT), from the
+//      Hugging Face cache, else fetched into it;
+//   3. a name `toy list` prints (Ollama `name[:tag]`, `org/repo/file.gguf` of the HF cache or LM
+//      Studio), or a unique prefix of one (`org/repo`, `llama3.2` for `llama3.2:latest`).
+// Nothing found is an InputError with the closest names; several is an InputError listing them.
+std::string resolve_model(const std::string& ref);
+
+// The GGUF file of hub repository `repo` that `quant` selects ("": the only one), from the hub's
+// file list; `ref` names the request in messages. None or several is an InputError.
+std::string hub_file(const std::string& ref, const std::string& repo, const std::string& quant,
+                     const hub::FetchOptions& o);
 
 // "1,15043,3186" -> ids; throws UsageError naming the bad item.
 std::vector<int32_t> parse_ids(const std::string& text);
@@ -43,6 +64,7 @@ std::string json_text(const Json& j, int indent = 2) {
 }
 
 // Common flag declarations.
+Flag model_flag();  // -m, --model: the MODEL positional as llama.cpp spells it
 Flag threads_flag();
 Flag kv_type_flag();
 

@@ -18,7 +18,7 @@ void print_overview() {
   for (const Command& c : commands())
     std::cout << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.summary << "\n";
   std::cout
-      << "\n  toy COMMAND --help   options of one command\n  toy --version        version\n"
+      << "\n  toy help COMMAND     options of one command (or toy COMMAND --help)\n  toy --version        version\n"
          "  toy --manifest       every command, flag and exit code as JSON\n"
          "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 130 interrupted\n";
 }
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { std::_Exit(kInterrupted); });
   std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || (args[0] == "help" && args.size() == 1)) {
     print_overview();
     return args.empty() ? kUsage : kOk;
   }
@@ -40,20 +40,27 @@ int main(int argc, char** argv) {
     std::cout << manifest_json() << "\n";
     return kOk;
   }
-  const Command* cmd = nullptr;
-  for (const Command& c : commands())
-    if (c.name == args[0]) cmd = &c;
+  // `toy help CMD` is `toy CMD --help`.
+  if (args[0] == "help" && args.size() >= 2) args = {args[1], "--help"};
+  const Command* cmd = find_command(args[0]);
   if (!cmd) {
-    std::cerr << "toy: unknown command '" << args[0] << "' (see toy --help)\n";
+    std::vector<std::string> names;
+    for (const Command& c : commands()) names.push_back(c.name);
+    const std::string near = closest(args[0], names);
+    std::cerr << "toy: unknown command '" << args[0] << "'" << (near.empty() ? "" : "; did you mean '" + near + "'?")
+              << " (see toy --help)\n";
     return kUsage;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
-  for (const std::string& a : rest)
+  for (const std::string& a : rest) {
+    if (a == "--") break;
     if (a == "--help" || a == "-h") {
       std::cout << help_text(*cmd);
       return kOk;
     }
+  }
   try {
+    check_environment();
     return cmd->run(parse_args(*cmd, rest));
   } catch (const UsageError& e) {
     std::cerr << "toy " << cmd->name << ": " << e.what() << "\n";

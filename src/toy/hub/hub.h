@@ -14,7 +14,7 @@
 //
 // Download (`toy fetch`) writes the same Hugging Face cache layout, so `toy list` (and
 // huggingface_hub, llama.cpp -hf, ...) find what toy fetched. Not here: uploads, the hub's
-// JSON API (repo listings, search), xet storage.
+// JSON API beyond a repository's file list (search, model cards), xet storage.
 #pragma once
 
 #include <cstdint>
@@ -115,6 +115,10 @@ struct FetchResult {
 // blobs/<etag>.incomplete (resumed with a Range request when it exists), size and sha256 checked
 // against what the hub reported, then renamed into place and linked from snapshots/. Throws HubError.
 FetchResult fetch(const std::string& repo, const std::string& file, const FetchOptions& o);
+
+// The files of a repository at o.revision (paths relative to its root), from the hub's API:
+// GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true. Throws HubError.
+std::vector<std::string> list_files(const std::string& repo, const FetchOptions& o);
 
 // "org/name" -> "models--org--name" (throws HubError(Local) for a malformed repo id).
 std::string repo_folder(const std::string& repo);

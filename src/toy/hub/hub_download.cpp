@@ -28,9 +28,11 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "toy/hub/hub.h"
 #include "toy/io/output_file.h"
+#include "toy/io/progress.h"
 
 namespace toy::hub {
 
@@ -102,19 +104,6 @@ bool is_sha256(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c));
          });
-}
-
-std::string human(double b) {
-  char buf[32];
-  if (b >= 1 << 30)
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
-  else if (b >= 1 << 20)
-    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  else if (b >= 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
 }
 
 struct CurlHandle {
@@ -283,12 +272,8 @@ struct Transfer {
   bool started = false;
   bool restarted = false;  // the server ignored Range and sent everything
   bool too_long = false;   // the server sent more than the announced size (and was cut off)
-  // progress
-  bool progress = false;
-  std::string label;
-  int64_t total = -1;
-  std::chrono::steady_clock::time_point t0, last_draw;
-  uint64_t at_start = 0;
+  int64_t total = -1;      // the announced size (-1: none)
+  Progress* bar = nullptr;
 };
 
 // Empties the .incomplete file (the server ignored our Range, or the file changed upstream).
@@ -324,26 +309,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
 
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
-  if (!t->progress) return 0;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - t->last_draw < std::chrono::milliseconds(100)) return 0;
-  t->last_draw = now;
-  const double secs = std::chrono::duration<double>(now - t->t0).count();
-  const double rate = secs > 0 ? double(t->have - t->at_start) / secs : 0;
-  char line[160];
-  if (t->total > 0) {
-    const double frac = std::min(1.0, double(t->have) / double(t->total));
-    const int w = 28, fill = int(frac * w);
-    std::string bar =
-        std::string(size_t(fill), '=') + (fill < w ? ">" : "") + std::string(size_t(std::max(0, w - fill - 1)), ' ');
-    std::snprintf(line, sizeof line, "\r%-24.24s %3d%% [%s] %s / %s  %s/s   ", t->label.c_str(), int(frac * 100),
-                  bar.c_str(), human(double(t->have)).c_str(), human(double(t->total)).c_str(), human(rate).c_str());
-  } else {
-    std::snprintf(line, sizeof line, "\r%-24.24s %s  %s/s   ", t->label.c_str(), human(double(t->have)).c_str(),
-                  human(rate).c_str());
-  }
-  std::fputs(line, stderr);
-  std::fflush(stderr);
+  t->bar->update(int64_t(t->have));
   return 0;
 }
 
@@ -364,8 +330,6 @@ void transfer(const std::string& url, const FetchOptions& o, const std::string& 
     t.h = c.h;
     t.r = &r;
     t.started = false;
-    t.t0 = t.last_draw = std::chrono::steady_clock::now();
-    t.at_start = t.have;
     common_options(c, url, o, token, r);
     if (t.have > 0) c.header("Range: bytes=" + std::to_string(t.have) + "-");
     curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
@@ -378,11 +342,6 @@ void transfer(const std::string& url, const FetchOptions& o, const std::string& 
     curl_easy_setopt(c.h, CURLOPT_XFERINFODATA, &t);
     const CURLcode rc = curl_easy_perform(c.h);
     std::fflush(t.out);
-    if (t.progress) {  // the final state, then keep it on screen
-      t.last_draw = {};
-      on_progress(&t, 0, 0, 0, 0);
-      std::fputs("\n", stderr);
-    }
     curl_easy_getinfo(c.h, CURLINFO_RESPONSE_CODE, &r.status);
     if (rc == CURLE_OK && r.status == 416 && t.have > 0 && attempt < o.retries) {  // past the end: the file changed
       start_over(t);
@@ -405,9 +364,10 @@ void download(const std::string& url, const FetchOptions& o, const std::string& 
               const Meta& m, const std::string& repo, const std::string& file, FetchResult& res) {
   Transfer t;
   t.path = incomplete;
-  t.progress = o.progress;
-  t.label = fs::path(file).filename().string();
+  Progress bar(fs::path(file).filename().string(), std::max<int64_t>(m.size, 0), Progress::Unit::Bytes, "", o.progress);
+  t.bar = &bar;
   t.total = m.size;
+  bar.starting_at(int64_t(t.have));
   t.out = std::fopen(incomplete.c_str(), "ab");
   if (!t.out) throw HubError(HubError::Local, incomplete + ": cannot write (" + std::strerror(errno) + ")");
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(t.out, std::fclose);
@@ -416,6 +376,8 @@ void download(const std::string& url, const FetchOptions& o, const std::string& 
   res.resumed = t.have > 0;
   try {
     transfer(url, o, token, t, m, repo, file);
+    bar.update(int64_t(t.have));
+    bar.finish();
   } catch (const HubError&) {
     // Bytes received are kept for the next run to resume from; an empty file is not.
     closer.reset();
@@ -507,19 +469,63 @@ std::string repo_folder(const std::string& repo) {
   return f;
 }
 
-FetchResult fetch(const std::string& repo, const std::string& file, const FetchOptions& o) {
-  const fs::path storage = fs::path(o.cache_dir.empty() ? hf_hub_cache() : o.cache_dir) / repo_folder(repo);
-  check_file_path(file);
-  check_revision(o.revision);
+namespace {
+
+// The endpoint without a trailing '/' and the token, from the options or the environment.
+std::pair<std::string, std::string> endpoint_and_token(const FetchOptions& o) {
   std::string endpoint = o.endpoint.empty() ? env("HF_ENDPOINT") : o.endpoint;
   if (endpoint.empty()) endpoint = "https://huggingface.co";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   std::string token = o.token.empty() ? env("HF_TOKEN") : o.token;
   if (token.empty()) token = env("HUGGING_FACE_HUB_TOKEN");
-  const std::string url = endpoint + "/" + repo + "/resolve/" + quote(o.revision, false) + "/" + quote(file, true);
-
   static const bool curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   if (!curl_ready) throw HubError(HubError::Local, "libcurl could not be initialised");
+  return {endpoint, token};
+}
+
+size_t on_listing(char* data, size_t size, size_t n, void* user) {
+  auto* body = static_cast<std::string*>(user);
+  if (body->size() + size * n > (16u << 20)) return 0;  // a listing is kilobytes; refuse to buffer more than 16 MiB
+  body->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+std::vector<std::string> list_files(const std::string& repo, const FetchOptions& o) {
+  repo_folder(repo);
+  check_revision(o.revision);
+  const auto [endpoint, token] = endpoint_and_token(o);
+  const std::string url = endpoint + "/api/models/" + repo + "/tree/" + quote(o.revision, false) + "?recursive=true";
+  CurlHandle c;
+  Response r;
+  std::string body;
+  common_options(c, url, o, token, r);
+  curl_easy_setopt(c.h, CURLOPT_TIMEOUT, 60L);
+  curl_easy_setopt(c.h, CURLOPT_HTTPHEADER, c.headers);
+  curl_easy_setopt(c.h, CURLOPT_WRITEFUNCTION, on_listing);
+  curl_easy_setopt(c.h, CURLOPT_WRITEDATA, &body);
+  if (CURLcode rc = curl_easy_perform(c.h); rc != CURLE_OK) throw transport_error(rc, url);
+  curl_easy_getinfo(c.h, CURLINFO_RESPONSE_CODE, &r.status);
+  if (r.status >= 400) {
+    r.body = body.substr(0, 300);
+    throw_status(r, repo, "the file list", o.revision, url, !token.empty());
+  }
+  std::vector<std::string> files;
+  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) throw HubError(HubError::Network, url + ": the answer is not a JSON list of files");
+  for (const auto& e : j)
+    if (e.is_object() && e.value("type", "") == "file" && e.contains("path") && e["path"].is_string())
+      files.push_back(e["path"].get<std::string>());
+  return files;
+}
+
+FetchResult fetch(const std::string& repo, const std::string& file, const FetchOptions& o) {
+  const fs::path storage = fs::path(o.cache_dir.empty() ? hf_hub_cache() : o.cache_dir) / repo_folder(repo);
+  check_file_path(file);
+  check_revision(o.revision);
+  const auto [endpoint, token] = endpoint_and_token(o);
+  const std::string url = endpoint + "/" + repo + "/resolve/" + quote(o.revision, false) + "/" + quote(file, true);
 
   Meta m;
   try {

@@ -12,6 +12,7 @@
 
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
+#include "toy/io/progress.h"
 #include "toy/kernels/kernels.h"
 #include "toy/tokenizer/tokenizer.h"
 
@@ -33,54 +34,6 @@ double evaluate(const TrainEngine& e, const std::vector<Batch>& batches) {
   }
   return total / rows;
 }
-
-std::string duration_text(double s) {
-  char b[32];
-  if (s < 60)
-    std::snprintf(b, sizeof b, "%.0fs", s);
-  else if (s < 3600)
-    std::snprintf(b, sizeof b, "%dm%02ds", int(s) / 60, int(s) % 60);
-  else
-    std::snprintf(b, sizeof b, "%dh%02dm", int(s) / 3600, int(s) % 3600 / 60);
-  return b;
-}
-
-// A one-line progress bar on a terminal, redrawn at most 10 times a second.
-class Progress {
- public:
-  Progress(std::FILE* err, bool on, bool shares_terminal) : err_(err), on_(on), shares_(shares_terminal) {}
-  void update(int64_t step, int64_t total, double loss, double tok_per_s, double eta_s, bool force = false) {
-    if (!on_) return;
-    const auto now = Clock::now();
-    if (!force && visible_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    constexpr int kWidth = 30;
-    const int fill = total > 0 ? int(double(kWidth) * double(step) / double(total)) : 0;
-    std::string bar(size_t(fill), '=');
-    if (fill < kWidth) bar += '>' + std::string(size_t(kWidth - fill - 1), ' ');
-    std::fprintf(err_, "\r\033[K%lld/%lld [%s] loss %.4f  %.1fk tok/s  ETA %s", (long long)step, (long long)total,
-                 bar.c_str(), loss, tok_per_s / 1000, duration_text(eta_s).c_str());
-    std::fflush(err_);
-    visible_ = true;
-  }
-  // Before a line on stdout: clear the bar when both go to the same terminal.
-  void clear() {
-    if (on_ && visible_ && shares_) {
-      std::fprintf(err_, "\r\033[K");
-      std::fflush(err_);
-      visible_ = false;
-    }
-  }
-  void finish() {
-    if (on_ && visible_) std::fprintf(err_, "\n");
-    visible_ = false;
-  }
-
- private:
-  std::FILE* err_;
-  bool on_, shares_, visible_ = false;
-  Clock::time_point last_{};
-};
 
 // Curve points of the events logged before `resume_step` (for loss.svg after a resume).
 void read_curves(const std::string& path, int64_t resume_step, std::vector<CurvePoint>& train,
@@ -123,7 +76,9 @@ class Console : public Observer {
  public:
   void on_start(Trainer& t) override {
     const RunOutput& io = t.io();
-    bar_ = Progress(io.err, io.progress, ::isatty(fileno(io.out)) != 0);
+    bar_ = std::make_unique<Progress>("train", t.end(), Progress::Unit::Count, "steps", io.progress, io.err);
+    shares_terminal_ = ::isatty(fileno(io.out)) && ::isatty(fileno(io.err));
+    bar_->starting_at(t.start());
     const TrainRunConfig& c = t.config();
     const ModelConfig& mc = t.engine().model().config();
     std::fprintf(io.err,
@@ -140,21 +95,22 @@ class Console : public Observer {
     const int64_t s = r.step, BT = t.config().batch * t.config().context;
     const double elapsed = std::chrono::duration<double>(Clock::now() - t_start_).count();
     const double done = double(s + 1 - t.start());
-    bar_.update(s + 1, t.config().steps, r.result.loss, done * double(BT) / elapsed,
-                elapsed / done * double(t.end() - s - 1), /*force=*/s + 1 == t.end());
+    char extra[64];
+    std::snprintf(extra, sizeof extra, "loss %.4f  %.1fk tok/s", r.result.loss, done * double(BT) / elapsed / 1000);
+    bar_->update(s + 1, extra);
   }
   void on_eval(Trainer& t, const EvalReport& r) override {
     print_line(t, "eval %lld: val_loss=%.9g\n", r.step, r.loss);
   }
   void on_end(Trainer& t, const EndReport& e) override {
-    bar_.finish();
+    bar_->finish();
     if (e.reason == EndReason::Diverged) return;  // the caller reports the exception
     const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
     std::fprintf(t.io().err, "%s %lld steps (%lld tokens) in %s, %.0f tok/s; last loss %.4f%s; bundle %s\n",
                  e.reason == EndReason::Completed     ? "trained"
                  : e.reason == EndReason::Interrupted ? "interrupted after"
                                                       : "stopped after",
-                 (long long)e.steps_run, (long long)tokens, duration_text(e.seconds).c_str(),
+                 (long long)e.steps_run, (long long)tokens, Progress::duration(e.seconds).c_str(),
                  double(tokens) / e.seconds, e.loss,
                  e.eval_loss >= 0 ? (", eval " + std::to_string(e.eval_loss)).c_str() : "", t.run_dir().c_str());
     if (e.reason == EndReason::Interrupted && e.step == 0)
@@ -166,11 +122,12 @@ class Console : public Observer {
 
  private:
   void print_line(Trainer& t, const char* fmt, int64_t s, double v) {
-    bar_.clear();
+    if (shares_terminal_) bar_->clear();
     std::fprintf(t.io().out, fmt, (long long)s, v);
     std::fflush(t.io().out);
   }
-  Progress bar_{nullptr, false, false};
+  std::unique_ptr<Progress> bar_;
+  bool shares_terminal_ = false;
   Clock::time_point t_start_{};
 };
 

@@ -1,0 +1,77 @@
+// cli/generation.h — what `toy infer` and `toy chat` share: sampling flags, the prompt's sources,
+// streaming text to the terminal, and the rule that ends an answer.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "toy/engines/generate.h"
+
+namespace toy::cli {
+
+// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed: checked.
+SamplerConfig sampler_config(const Args& a);
+
+// The context size from --ctx (0: the model's, at most 4096); beyond the model's is a UsageError.
+int64_t context_size(const Args& a, const ModelConfig& cfg);
+
+// The text of -p/--prompt ('-': standard input) or -f/--file; nullopt when neither is given.
+std::optional<std::string> prompt_text(const Args& a);
+
+// `prompt` cut to fit a context of n_ctx tokens when it does not: the first token (BOS) and the
+// last n_ctx/2 - 1 tokens stay, leaving half the context for the continuation, with a warning on
+// stderr. A prompt that fits is returned as it is.
+std::vector<int32_t> fit_prompt(std::vector<int32_t> prompt, int64_t n_ctx, const Tokenizer* tokenizer);
+
+// Generated tokens as terminal text: complete UTF-8 characters only, and for SentencePiece
+// vocabularies a "▁" that the model spelled with byte tokens shown as the space it stands for.
+class TextStream {
+ public:
+  explicit TextStream(const Tokenizer& t) : decoder_(t), spm_(t.model() == "llama") {}
+  std::string push(int32_t id) { return shown(decoder_.push(id)); }
+  std::string flush() { return shown(decoder_.flush()); }
+
+ private:
+  std::string shown(std::string text) const;
+  StreamDecoder decoder_;
+  bool spm_;
+};
+
+// Whether `text` ends a sentence: its last character other than closing quotes and brackets is
+// '.', '!' or '?', or it ends with a line break.
+bool ends_sentence(const std::string& text);
+
+// How a generation ended, as the summary line says it.
+enum class Ending { EndOfText, Length, SentenceAfterBudget, ContextFull, Interrupted };
+const char* ending_text(Ending e);
+
+// The limit on generated tokens. With an explicit -n N it is exact, as in llama.cpp. Without one,
+// generation ends at the first sentence end after `budget` tokens, and at budget + budget / 2 at
+// the latest, so the default run does not stop mid-word.
+struct Budget {
+  int64_t n;  // tokens before the sentence rule applies (or the exact limit)
+  bool soft;  // false: -n was given
+  int64_t hard() const { return soft ? n + n / 2 : n; }
+};
+Budget budget(const Args& a);
+
+// Streams one generation to `out`: feeds `prompt` at the engine's position, samples until an
+// end-of-generation token (unless ignore_eos), the budget, a full context or `*stop`. The text
+// goes out as it is made; it is also returned.
+struct Streamed {
+  GenerateResult result;
+  Ending ending;
+  std::string text;
+};
+Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokenizer* tokenizer,
+                           const std::vector<int32_t>& prompt, Budget limit, bool ignore_eos, std::FILE* out,
+                           const std::atomic<bool>* stop = nullptr);
+
+// The sampling and context flags infer and chat share.
+std::vector<Flag> generation_flags();
+
+}  // namespace toy::cli
