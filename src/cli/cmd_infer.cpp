@@ -15,6 +15,7 @@ namespace {
 int run(const Args& a) {
   apply_threads(a);
   Loaded l = load_model_and_tokenizer(a);
+  apply_lora_flags(a, *l.model);
   const ModelConfig& cfg = l.model->config();
 
   std::vector<int32_t> prompt;
@@ -108,6 +109,8 @@ Registrar reg({
               {"echo", FlagType::Bool, "", "print the prompt before the continuation"},
               {"ignore-eos", FlagType::Bool, "", "keep generating past end-of-text tokens"},
               kv_type_flag(),
+              lora_flag(),
+              lora_scaled_flag(),
               threads_flag()},
     .run = run,
     .details = "examples:\n  toy infer model.gguf --prompt \"Once upon a time\" -n 64\n"
