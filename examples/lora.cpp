@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
     // Train only A and B: the engine gets them as its parameters.
     std::vector<toy::Tensor> params;
     for (auto& [name, p] : adapter.pairs) params.insert(params.end(), {p.A, p.B});
-    toy::TrainEngine engine(*model, {.schedule = {.kind = toy::ScheduleKind::Constant, .lr = 1e-2f}}, params);
+    toy::TrainConfig config;
+    config.schedule = {.kind = toy::ScheduleKind::Constant, .lr = 1e-2f};
+    toy::TrainEngine engine(*model, config, params);
     const toy::Batch batch = toy::make_batch(ids, 1, T);
     for (int step = 0; step < 20; ++step) {
       const toy::StepResult r = engine.step(batch);
