@@ -77,6 +77,34 @@ TEST(Lora, EvalWithAdapterMatchesPyTorch) {
   EXPECT_GT(test::nmse(want, plain), 1e-2);
 }
 
+// linear() on a weight that carries low-rank terms: x·Wᵀ + Σ s·(x·Aᵀ)·Bᵀ, the same as the merged
+// weight (archs/lora merged_weight), with gradients for x, A and B against finite differences and
+// none for the frozen W.
+TEST(Lora, LowRankLinearForwardAndGradients) {
+  auto tensor = [](Shape s, uint32_t seed) { return Tensor::from(s, test::randn(size_t(numel(s)), seed, 0.5f)); };
+  const Tensor W = tensor({4, 5}, 1).set_name("W");
+  const Tensor A1 = tensor({2, 5}, 2), B1 = tensor({4, 2}, 3), A2 = tensor({3, 5}, 4), B2 = tensor({4, 3}, 5);
+  const Tensor x = tensor({3, 5}, 6);
+  const Tensor adapted = with_low_rank(W, {.terms = {{A1, B1, 1.5f}, {A2, B2, -0.5f}}, .dropout = {}, .id = 0});
+  EXPECT_EQ(adapted.name(), "W");
+  EXPECT_FALSE(W.impl()->low_rank);  // W itself is unchanged
+  {
+    NoGrad no_grad;
+    const std::vector<float> got = linear(x, adapted).to_vector(), want = linear(x, merged_weight(adapted)).to_vector();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+    EXPECT_GT(test::nmse(linear(x, W).to_vector(), got), 1e-3);  // the terms are not a no-op
+  }
+  std::vector<Tensor> in = {x.clone(), W.clone(), A1.clone(), B1.clone()};
+  test::GradCheck c;
+  c.f = [](std::span<const Tensor> v) {
+    return linear(v[0], with_low_rank(v[1], {.terms = {{v[2], v[3], 1.5f}}, .dropout = {}, .id = 0}));
+  };
+  c.differentiable = [](size_t i) { return i != 1; };  // the base is frozen
+  c.name = "low-rank linear";
+  test::check_gradients(c, in, tensor({3, 4}, 7));
+}
+
 // Bad adapters and adapters for another base: a clear message and exit 3, for each way they can
 // be wrong. Built by editing the reference adapter.
 TEST(Lora, MismatchedOrMalformedAdaptersExit3) {
@@ -213,4 +241,41 @@ TEST(Lora, TrainTraceQ8_0WithinActivationQuantization) {
   const TraceRun t = check_trace(ref, base, init, 1e-4, 3e-3);
   ASSERT_FALSE(t.loss.empty());
   EXPECT_LT(rel(t.loss[0], ref["q8_0_activation_emulation"]["loss_step0"]), 1e-5);
+}
+
+// A new adapter (A random, B zero) on chosen targets: step 0 is the base's own loss (the
+// reference's loss without adapter), the checkpoint holds exactly those targets at the given rank
+// and alpha, and dropout trains without changing that first loss. An unknown target is a usage
+// error naming the ones the model has.
+TEST(Lora, NewAdapterStartsAtTheBaseLoss) {
+  TOY_REQUIRE_FIXTURE(trace_path, "train/lora-smollm2-adamw.json");
+  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
+  const json ref = json::parse(test::read_text(trace_path));
+  test::TrainDir d;
+  {
+    std::ofstream f(d.path("batch.i32"), std::ios::binary);
+    for (const auto& row : ref["batch"])
+      for (int32_t id : row.get<std::vector<int32_t>>()) f.write(reinterpret_cast<const char*>(&id), 4);
+  }
+  const std::string common = "train lora --base " + base.string() + " --data-ids " + d.path("batch.i32") +
+                             " --batch 2 --context 31 --steps 2 --eval-every 0 --no-progress --runs-dir " +
+                             d.path("runs");
+  const auto r = run_toy(common + " --targets attn_q,ffn_down --rank 2 --alpha 4 --dropout 0.1 --run-id new");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = test::loss_lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_LT(rel(test::loss_of(lines[0]), ref["loss_base_without_adapter"]), 1e-5);
+  EXPECT_FALSE(fs::exists(d.dir / "runs" / "new" / "weights"));
+  const LoraAdapter a = read_lora((d.dir / "runs" / "new" / "adapters" / "final.gguf").string());
+  EXPECT_EQ(a.rank, 2);
+  EXPECT_EQ(a.alpha, 4.0f);
+  std::vector<std::string> names;
+  for (const auto& [name, p] : a.pairs) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"blk.0.attn_q.weight", "blk.0.ffn_down.weight", "blk.1.attn_q.weight",
+                                             "blk.1.ffn_down.weight"}));
+
+  const auto bad = run_toy(common + " --targets attn_q,attn_z --run-id bad");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("attn_z"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("ffn_gate"), std::string::npos) << bad.err;  // the list of what the model has
 }

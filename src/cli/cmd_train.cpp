@@ -167,6 +167,9 @@ int run(const Args& a) {
   if (!a.str("init-weights").empty())
     for (const char* f : {"d-model", "layers", "heads", "kv-heads", "ff", "untied", "rope-base", "rms-eps"})
       if (a.has(f)) std::fprintf(stderr, "warning: --%s is ignored: the shapes come from --init-weights\n", f);
+  if (!a.str("init-adapter").empty())
+    for (const char* f : {"targets", "rank", "alpha"})
+      if (a.has(f)) std::fprintf(stderr, "warning: --%s is ignored: --init-adapter gives it\n", f);
 
   // Training frees and re-allocates the same large buffers every step: keep freed memory in the
   // heap for reuse instead of returning it to the kernel (and faulting it back in, zeroed).
