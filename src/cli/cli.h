@@ -34,8 +34,8 @@ struct Flag {
   FlagType type;
   std::string def;  // default as text ("" = none); Bool flags default to "false"
   std::string help;
-  char short_name = 0;  // optional: 'n' -> -n
-  int arity = 1;        // values after the flag: --lora-scaled FILE SCALE has 2
+  char short_name = 0;      // optional: 'n' -> -n
+  int arity = 1;            // values after the flag: --lora-scaled FILE SCALE has 2
   bool repeatable = false;  // may be given several times (Args::all)
 };
 

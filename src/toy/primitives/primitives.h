@@ -46,8 +46,8 @@ struct LowRankDropout {
   int64_t step = 0;   // the training step in flight (the recipe advances it)
 };
 struct LowRankTerm {
-  Tensor A, B;       // [r, K], [N, r] (any dtype; trainable when F32)
-  float scale = 1;   // alpha / r times the user's scale
+  Tensor A, B;      // [r, K], [N, r] (any dtype; trainable when F32)
+  float scale = 1;  // alpha / r times the user's scale
 };
 struct LowRank {
   std::vector<LowRankTerm> terms;
