@@ -138,6 +138,20 @@ TEST(Lora, MismatchedOrMalformedAdaptersExit3) {
     EXPECT_EQ(r.code, 3) << c.what << ": " << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.what << ": " << r.err;
   }
+  // A lora_a without its lora_b: refused when read, naming the tensor.
+  {
+    gguf::GgufWriter w;
+    w.set("general.architecture", gguf::Value::of_string("llama"));
+    w.set("general.type", gguf::Value::of_string("adapter"));
+    w.set("adapter.type", gguf::Value::of_string("lora"));
+    const Tensor& A = good.pairs.begin()->second.A;
+    w.add_tensor(good.pairs.begin()->first + ".lora_a", A);
+    const std::string path = tmp("unpaired.gguf");
+    w.write(path);
+    const auto u = run_toy("eval " + base.string() + " --ids 1,2,3 --lora " + path);
+    EXPECT_EQ(u.code, 3) << u.err;
+    EXPECT_NE(u.err.find("blk.0.attn_k.weight.lora_a has no blk.0.attn_k.weight.lora_b"), std::string::npos) << u.err;
+  }
   // Not an adapter at all: the base model itself.
   const auto r = run_toy("eval " + base.string() + " --ids 1,2,3 --lora " + base.string());
   EXPECT_EQ(r.code, 3) << r.err;
