@@ -70,6 +70,10 @@ double Args::number(const std::string& f) const {
   }
 }
 bool Args::flag(const std::string& f) const { return str(f) == "true"; }
+std::vector<std::string> Args::all(const std::string& f) const {
+  auto it = all_.find(f);
+  return it == all_.end() ? std::vector<std::string>() : it->second;
+}
 
 Args parse_args(const Command& c, const std::vector<std::string>& argv) {
   Args a;
@@ -119,11 +123,16 @@ Args parse_args(const Command& c, const std::vector<std::string>& argv) {
       if (has_value && value != "true" && value != "false") throw UsageError("--" + name + ": expected true or false");
       a.values_[name] = has_value ? value : "true";
     } else {
+      if (has_value && f->arity != 1) throw UsageError("--" + name + " takes " + std::to_string(f->arity) + " values");
       if (!has_value) {
-        if (i + 1 >= argv.size()) throw UsageError("--" + name + " needs a value");
+        if (i + size_t(f->arity) >= argv.size())
+          throw UsageError("--" + name +
+                           (f->arity == 1 ? " needs a value" : " needs " + std::to_string(f->arity) + " values"));
         value = argv[++i];
       }
       a.values_[name] = value;
+      a.all_[name].push_back(value);
+      for (int k = 1; k < f->arity; ++k) a.all_[name].push_back(argv[++i]);
     }
     a.given_[name] = true;
   }

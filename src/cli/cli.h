@@ -37,6 +37,8 @@ struct Flag {
   char short_name = 0;  // optional: 'n' -> -n
   // Other spellings, dashes included, for the habits of other tools: "--ctx-size", "-ngl".
   std::vector<std::string> aliases = {};
+  int arity = 1;            // values after the flag: --lora-scaled FILE SCALE has 2
+  bool repeatable = false;  // may be given several times (Args::all)
 };
 
 struct Positional {
@@ -52,6 +54,8 @@ class Args {
   long long integer(const std::string& flag) const;
   double number(const std::string& flag) const;
   bool flag(const std::string& flag) const;
+  // Every value of a repeatable flag in command-line order (arity values per use, flattened).
+  std::vector<std::string> all(const std::string& flag) const;
   const std::vector<std::string>& positionals() const { return pos_; }
   std::optional<std::string> positional(size_t i) const {
     return i < pos_.size() ? std::optional<std::string>(pos_[i]) : std::nullopt;
@@ -61,6 +65,7 @@ class Args {
   friend Args parse_args(const struct Command&, const std::vector<std::string>&);
   std::map<std::string, std::string> values_;
   std::map<std::string, bool> given_;
+  std::map<std::string, std::vector<std::string>> all_;
   std::vector<std::string> pos_;
 };
 

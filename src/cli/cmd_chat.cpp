@@ -45,6 +45,7 @@ int run(const Args& a) {
   apply_threads(a);
   if (a.has("n-gpu-layers")) std::cerr << "note: -ngl is ignored: toy runs on the CPU\n";
   Loaded l = load_model_and_tokenizer(a);
+  apply_lora_flags(a, *l.model);
   const SamplerConfig sc = sampler_config(a);
   const int64_t n_ctx = context_size(a, l.model->config());
   const Budget limit = budget(a);
@@ -114,6 +115,8 @@ std::vector<Flag> flags() {
       f.push_back({"n-predict", FlagType::Int, "0", "most tokens per answer (0: up to the end of the context)", 'n'});
     else
       f.push_back(std::move(g));
+  f.push_back(lora_flag());
+  f.push_back(lora_scaled_flag());
   return f;
 }
 

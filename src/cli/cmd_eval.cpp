@@ -188,6 +188,7 @@ int run(const Args& a) {
   if (!a.has("file") && (a.has("ctx") || a.has("stride") || a.has("chunks")))
     throw UsageError("--ctx, --stride and --chunks are for perplexity over --file");
   Loaded l = load_model_and_tokenizer(a);
+  apply_lora_flags(a, *l.model);
   return a.has("file") ? score_file(a, l) : score_sequence(a, l);
 }
 
@@ -207,6 +208,8 @@ Registrar reg({
               {"chunks", FlagType::Int, "0", "--file: evaluate at most this many windows (0: all)"},
               {"json", FlagType::Bool, "", "print one JSON object"},
               kv_type_flag(),
+              lora_flag(),
+              lora_scaled_flag(),
               threads_flag()},
     .run = run,
     .details = "examples:\n  toy eval model.gguf --ids 1,15043,3186 --dump-logits out.f32\n"

@@ -14,6 +14,7 @@ int run(const Args& a) {
   apply_threads(a);
   if (a.has("n-gpu-layers")) std::cerr << "note: -ngl is ignored: toy runs on the CPU\n";
   Loaded l = load_model_and_tokenizer(a);
+  apply_lora_flags(a, *l.model);
   const ModelConfig& cfg = l.model->config();
   const SamplerConfig sc = sampler_config(a);
   const int64_t n_ctx = context_size(a, cfg);
@@ -77,6 +78,8 @@ std::vector<Flag> flags() {
       {"system", FlagType::String, "", "with --chat: the system message"},
   };
   for (Flag& g : generation_flags()) f.push_back(std::move(g));
+  f.push_back(lora_flag());
+  f.push_back(lora_scaled_flag());
   return f;
 }
 

@@ -56,6 +56,7 @@ int run(const Args& a) {
   if (per_client < 1 || per_client > 4096) throw UsageError("--conns-per-client must be between 1 and 4096");
 
   Loaded l = load_model_and_tokenizer(a);
+  apply_lora_flags(a, *l.model);  // every request sees the adapters (no per-request selection yet)
   if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer, which the server needs");
   if (ctx > l.model->config().n_ctx)
     throw UsageError("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
@@ -132,6 +133,8 @@ Registrar reg({
                "connections one client address may hold open at once; more are answered 429 and closed"},
               {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
               kv_type_flag(),
+              lora_flag(),
+              lora_scaled_flag(),
               threads_flag()},
     .run = run,
     .details = "example:\n  toy serve model.gguf --port 8080 --name smol --parallel 4\n"

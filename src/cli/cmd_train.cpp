@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "toy/engines/train_data.h"
 #include "toy/recipes/from_scratch.h"
+#include "toy/recipes/lora.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
@@ -66,6 +67,16 @@ std::vector<Flag> flags() {
       {"eval-ids", FlagType::Path, "", "held-out int32 ids to evaluate on (with --data-ids)"},
       {"init-weights", FlagType::Path, "",
        "start from this GGUF model (its architecture and shapes) instead of random weights"},
+      // lora
+      {"base", FlagType::Path, "", "lora: the frozen base model (GGUF, any architecture and dtype, used in place)"},
+      {"init-adapter", FlagType::Path, "",
+       "lora: start from this adapter (llama.cpp LoRA GGUF; its targets, rank and alpha apply)"},
+      {"targets", FlagType::String, d.targets,
+       "lora: the weights adapted in every layer (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down, "
+       "...)"},
+      {"rank", FlagType::Int, std::to_string(d.rank), "lora: rank r of each adapter"},
+      {"alpha", FlagType::Float, num(d.alpha), "lora: W + (alpha/r)·B·A"},
+      {"dropout", FlagType::Float, num(d.dropout), "lora: dropout on the adapters' input while training"},
       {"eval-fraction", FlagType::Float, num(d.eval_fraction),
        "fraction of the corpus held out for evaluation (0: none)"},
       {"eval-batches", FlagType::Int, std::to_string(d.eval_batches), "held-out batches per evaluation"},
@@ -113,7 +124,8 @@ int run(const Args& a) {
   const std::string resume = a.str("resume");
   const auto recipe = a.positional(0);
   if (!recipe && resume.empty()) throw UsageError("'toy train' needs RECIPE (from-scratch) or --resume DIR");
-  if (recipe && *recipe != "from-scratch") throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch)");
+  if (recipe && *recipe != "from-scratch" && *recipe != "lora")
+    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, lora)");
   if (a.integer("seed") < 0) throw UsageError("--seed must be ≥ 0");
 
   nlohmann::json j;
@@ -155,6 +167,9 @@ int run(const Args& a) {
   if (!a.str("init-weights").empty())
     for (const char* f : {"d-model", "layers", "heads", "kv-heads", "ff", "untied", "rope-base", "rms-eps"})
       if (a.has(f)) std::fprintf(stderr, "warning: --%s is ignored: the shapes come from --init-weights\n", f);
+  if (!a.str("init-adapter").empty())
+    for (const char* f : {"targets", "rank", "alpha"})
+      if (a.has(f)) std::fprintf(stderr, "warning: --%s is ignored: --init-adapter gives it\n", f);
 
   // Training frees and re-allocates the same large buffers every step: keep freed memory in the
   // heap for reuse instead of returning it to the kernel (and faulting it back in, zeroed).
@@ -164,7 +179,9 @@ int run(const Args& a) {
   recipes::RunOutput io{
       .out = stdout, .err = stderr, .progress = !a.flag("no-progress") && ::isatty(2), .stop = &g_stop};
   try {
-    if (recipes::train_run(recipes::config_from_json(j), io, resume).interrupted) return kInterrupted;
+    const TrainRunConfig c = recipes::config_from_json(j);
+    const auto result = c.recipe == "lora" ? recipes::train_lora(c, io, resume) : recipes::train_run(c, io, resume);
+    if (result.interrupted) return kInterrupted;
   } catch (const recipes::ConfigError& e) {
     throw UsageError(e.what());
   } catch (const DataError& e) {
@@ -178,7 +195,7 @@ int run(const Args& a) {
 Registrar reg({
     .name = "train",
     .summary = "train a model from scratch (or from given weights) and write a run bundle",
-    .positionals = {{"RECIPE", "from-scratch (optional with --resume)", /*required=*/false}},
+    .positionals = {{"RECIPE", "from-scratch or lora (optional with --resume)", /*required=*/false}},
     .flags = flags(),
     .run = run,
     .details = "prints `step N: loss=X` for every step (the loss before update N) and `eval N: val_loss=X` on stdout;\n"

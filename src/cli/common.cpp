@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -241,6 +242,42 @@ std::string resolve_model(const std::string& ref) {
 }
 
 Flag model_flag() { return {"model", FlagType::String, "", "the model, as MODEL (llama.cpp's -m)", 'm'}; }
+
+void apply_lora_flags(const Args& a, Model& m) {
+  std::vector<ScaledLora> loras;
+  auto add = [&](const std::string& path, float scale) {
+    if (!std::filesystem::exists(path)) throw InputError(path + ": no such file");
+    loras.push_back({std::make_shared<const LoraAdapter>(read_lora(path)), scale});
+  };
+  for (const std::string& path : a.all("lora")) add(path, 1.0f);
+  const std::vector<std::string> scaled = a.all("lora-scaled");  // FILE, SCALE, FILE, SCALE, …
+  for (size_t i = 0; i + 1 < scaled.size(); i += 2) {
+    size_t used = 0;
+    float s = 0;
+    try {
+      s = std::stof(scaled[i + 1], &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != scaled[i + 1].size() || !std::isfinite(s))
+      throw UsageError("--lora-scaled " + scaled[i] + ": '" + scaled[i + 1] + "' is not a finite scale");
+    add(scaled[i], s);
+  }
+  if (!loras.empty()) apply_loras(m, loras);
+}
+
+Flag lora_flag() {
+  Flag f{"lora", FlagType::Path, "", "a LoRA adapter (llama.cpp's GGUF format), applied at run time; repeatable"};
+  f.repeatable = true;
+  return f;
+}
+
+Flag lora_scaled_flag() {
+  Flag f{"lora-scaled", FlagType::Path, "", "FILE SCALE: a LoRA adapter with its output scaled; repeatable"};
+  f.arity = 2;
+  f.repeatable = true;
+  return f;
+}
 
 Flag threads_flag() { return {"threads", FlagType::Int, "0", "CPU threads (0: all cores, or $TOY_THREADS)", 't'}; }
 

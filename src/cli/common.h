@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "toy/archs/lora.h"
 #include "toy/archs/model.h"
 #include "toy/hub/hub.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -63,9 +64,16 @@ std::string json_text(const Json& j, int indent = 2) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
+// `--lora FILE` and `--lora-scaled FILE SCALE` (each repeatable, llama.cpp's flags): the adapters
+// read, checked against `m` and attached to it (applied at run time, not merged). Bad or
+// mismatched adapters raise GgufError (exit 3), a bad scale UsageError.
+void apply_lora_flags(const Args& a, Model& m);
+
 // Common flag declarations.
 Flag model_flag();  // -m, --model: the MODEL positional as llama.cpp spells it
 Flag threads_flag();
 Flag kv_type_flag();
+Flag lora_flag();
+Flag lora_scaled_flag();
 
 }  // namespace toy::cli

@@ -30,7 +30,10 @@ std::vector<Tensor> make_trainable(Model& m) {
   return params;
 }
 
-TrainEngine::TrainEngine(Model& m, TrainConfig c) : m_(m), c_(c), params_(make_trainable(m)), opt_(params_, c.adamw) {}
+TrainEngine::TrainEngine(Model& m, TrainConfig c) : TrainEngine(m, c, make_trainable(m)) {}
+
+TrainEngine::TrainEngine(Model& m, TrainConfig c, std::vector<Tensor> params)
+    : m_(m), c_(c), params_(std::move(params)), opt_(params_, c.adamw) {}
 
 Tensor TrainEngine::loss_of(const Batch& b) const {
   auto [B, T] = b.tokens.dims<2>("train: tokens");

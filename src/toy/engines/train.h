@@ -58,6 +58,9 @@ class TrainEngine {
  public:
   // Makes `m`'s parameters trainable; `m` must outlive the engine.
   TrainEngine(Model& m, TrainConfig c);
+  // Trains only `params` (tensors that require grad, which `m`'s forward reads: LoRA adapters on
+  // a frozen base); `m` itself is left as it is.
+  TrainEngine(Model& m, TrainConfig c, std::vector<Tensor> params);
 
   // Forward, loss and backward: leaves fresh gradients on params() and returns the loss.
   double forward_backward(const Batch& b);

@@ -27,12 +27,49 @@ Tensor linear_output(const Tensor& x, const Tensor& W, const Tensor& b) {
 void add_bias(Tensor& y, const Tensor& b) {
   if (b.defined()) kernels::add_to_rows(b.data(), y.numel() / b.numel(), b.numel(), y.data_mut());
 }
+
+const LowRank* low_rank_of(const Tensor& W) { return W.impl()->low_rank.get(); }
+
+// splitmix64: a well-mixed 64-bit hash, so that mask bits are a pure function of their index.
+uint64_t mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// y + Σ scale·(drop(x)·Aᵀ)·Bᵀ over the terms W carries.  x: [..., K], y: [..., N]
+Tensor add_low_rank(Tensor y, const Tensor& x, const LowRank& lr) {
+  for (const LowRankTerm& t : lr.terms) {
+    Tensor xd = x;
+    if (lr.dropout && lr.dropout->p > 0 && needs_grad({&t.A, &t.B}))
+      xd = dropout(x, lr.dropout->p, mix(mix(lr.dropout->seed ^ mix(uint64_t(lr.dropout->step))) ^ lr.id));
+    y = y + scale(linear(linear(xd, t.A), t.B), t.scale);  // [..., r] -> [..., N]
+  }
+  return y;
+}
 }  // namespace
+
+Tensor with_low_rank(const Tensor& W, LowRank lr) {
+  auto impl = std::make_shared<TensorImpl>(*W.impl());
+  impl->low_rank = std::make_shared<const LowRank>(std::move(lr));
+  return Tensor(impl);
+}
+
+Tensor dropout(const Tensor& x, float p, uint64_t seed) {
+  if (!(p >= 0 && p < 1)) throw ShapeError("dropout: p = " + std::to_string(p) + " outside [0, 1)");
+  Tensor mask = Tensor::empty(x.shape());
+  float* m = mask.data_mut();
+  const float keep = 1.0f / (1.0f - p);
+  const uint64_t threshold = uint64_t(double(p) * 18446744073709551616.0);  // p · 2^64
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) m[i] = mix(seed ^ mix(uint64_t(i))) < threshold ? 0.0f : keep;
+  return x * mask;
+}
 
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, const std::vector<Tensor>& bs) {
   auto bias = [&](size_t i) { return i < bs.size() ? bs[i] : Tensor(); };
-  bool grad = needs_grad({&x});
-  for (const Tensor& W : Ws) grad = grad || needs_grad({&W});
+  bool grad = needs_grad({&x});  // or an adapter: each its own linear() then, too
+  for (const Tensor& W : Ws) grad = grad || needs_grad({&W}) || low_rank_of(W);
   for (const Tensor& b : bs) grad = grad || needs_grad({&b});
   std::vector<Tensor> ys;
   if (grad) {  // each its own node of the graph
@@ -74,6 +111,7 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
       }
       return g;
     });
+  if (const LowRank* lr = low_rank_of(W)) return add_low_rank(y, x, *lr);
   return y;
 }
 

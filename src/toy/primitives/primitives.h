@@ -33,6 +33,32 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b = {});
 // Projections of the same x: y_i = linear(x, W_i, b_i), bit for bit (bs may be shorter: no bias).
 // Without gradients they share one pass over the thread pool (kernels::matmul_wt_many).
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, const std::vector<Tensor>& bs = {});
+
+// --- low-rank adaptation (LoRA) -------------------------------------------------------
+// A weight W [N, K] may carry low-rank terms (TensorImpl::low_rank); linear(x, W) then computes
+//   y = x·Wᵀ + Σ_i scale_i · (drop(x)·A_iᵀ)·B_iᵀ          A_i: [r, K], B_i: [N, r]
+// without ever forming W + scale·B·A (the base stays mapped, in its own dtype). drop is inverted
+// dropout with probability `dropout->p`, applied only while A or B is being trained; its mask is a
+// pure function of (seed, step, id, element), so a resumed run draws the same masks.
+struct LowRankDropout {
+  float p = 0;        // probability of zeroing an input element, e.g. 0.05
+  uint64_t seed = 0;  // the run's seed
+  int64_t step = 0;   // the training step in flight (the recipe advances it)
+};
+struct LowRankTerm {
+  Tensor A, B;      // [r, K], [N, r] (any dtype; trainable when F32)
+  float scale = 1;  // alpha / r times the user's scale
+};
+struct LowRank {
+  std::vector<LowRankTerm> terms;
+  std::shared_ptr<const LowRankDropout> dropout;  // null: none
+  uint64_t id = 0;                                // tells the dropout masks of different weights apart
+};
+// A handle on W's storage (same shape, dtype, name) that carries `lr`; W itself is unchanged.
+Tensor with_low_rank(const Tensor& W, LowRank lr);
+// Inverted dropout: x ⊙ m / (1 − p) with m[i] ~ Bernoulli(1 − p) drawn from hash(seed, i).
+Tensor dropout(const Tensor& x, float p, uint64_t seed);
+
 // Rows of an embedding table. W: [V, D] (any dtype), ids: I32 [...] -> [..., D]
 Tensor embedding(const Tensor& W, const Tensor& ids);
 

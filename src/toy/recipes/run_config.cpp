@@ -24,6 +24,8 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("d-model", c.d_model), f("layers", c.n_layer), f("heads", c.n_head), f("kv-heads", c.n_kv_head), f("ff", c.d_ff);
   f("tied", c.tied), f("rope-base", c.rope_base), f("rms-eps", c.rms_eps);
   f("corpus", c.corpus), f("tokenizer", c.tokenizer), f("data-ids", c.data_ids), f("eval-ids", c.eval_ids);
+  f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
+  f("alpha", c.alpha), f("dropout", c.dropout);
   f("init-weights", c.init_weights), f("eval-fraction", c.eval_fraction), f("eval-batches", c.eval_batches);
   f("context", c.context), f("batch", c.batch), f("steps", c.steps), f("lr", c.lr), f("schedule", c.schedule);
   f("warmup", c.warmup), f("min-lr-ratio", c.min_lr_ratio), f("beta1", c.beta1), f("beta2", c.beta2), f("eps", c.eps);
@@ -168,6 +170,14 @@ void validate(const TrainRunConfig& c) {
        "--eval-every, --checkpoint-every and --stop-after must be ≥ 0");
   need(c.threads >= 0 && c.threads <= 1024, "--threads must be in [0, 1024]");
   need(!c.recipe.empty(), "empty recipe name");
+  if (c.recipe == "lora") {
+    need(!c.base.empty(), "the lora recipe needs --base MODEL.gguf");
+    need(c.init_weights.empty(), "--init-weights is for full training; the lora recipe takes --base");
+    need(c.rank >= 1 && c.rank <= 4096, "--rank must be in [1, 4096], got " + std::to_string(c.rank));
+    need(c.alpha > 0 && std::isfinite(c.alpha), "--alpha must be positive");
+    need(c.dropout >= 0 && c.dropout < 1, "--dropout must be in [0, 1)");
+    need(!c.targets.empty() || !c.init_adapter.empty(), "--targets is empty");
+  }
   need(c.run_id.empty() || is_single_path_component(c.run_id),
        "--run-id must be one directory name inside --runs-dir: not '.' or '..', no '/', '\\' or control "
        "characters, at most 255 bytes");

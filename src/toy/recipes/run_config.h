@@ -35,6 +35,13 @@ struct TrainRunConfig {
   std::string init_weights;     // start from this GGUF instead of random weights
   double eval_fraction = 0.05;  // last part of the corpus held out
   int64_t eval_batches = 8;     // batches of held-out windows per evaluation
+  // LoRA (recipe "lora"): adapters on a frozen base (recipes/lora.h).
+  std::string base;                                          // the frozen base model (GGUF, any dtype)
+  std::string init_adapter;                                  // start from this adapter instead of A random, B zero
+  std::string targets = "attn_q,attn_k,attn_v,attn_output";  // the weights adapted, in every layer
+  int64_t rank = 8;                                          // r
+  float alpha = 16.0f;                                       // W + (alpha/r)·B·A
+  float dropout = 0.0f;                                      // on the adapter's input, while training
   // Optimisation.
   int64_t context = 128;  // T
   int64_t batch = 16;     // B

@@ -255,7 +255,7 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
                               .min_lr_ratio = c_.min_lr_ratio},
                  .adamw = {.beta1 = c_.beta1, .beta2 = c_.beta2, .eps = c_.eps, .weight_decay = c_.weight_decay},
                  .clip = c_.clip};
-  engine_ = std::make_unique<TrainEngine>(*model_, tc);
+  engine_ = std::make_unique<TrainEngine>(*model_, tc, recipe.trainable(*model_));
   if (ckpt_) {
     engine_->optimizer().load(*gguf::GgufFile::open(ckpt_->optimizer));
     if (engine_->steps() != ckpt_->step)

@@ -70,6 +70,8 @@ TrainingData load_training_data(const TrainRunConfig& c, const Tokenizer* tok, i
 struct Recipe {
   // The initial model of a new run without --init-weights, for a vocabulary of n_vocab tokens.
   std::function<std::unique_ptr<Model>(const TrainRunConfig&, int64_t n_vocab)> new_model;
+  // The tensors the run trains (default: every parameter of the model, made F32 and trainable).
+  std::function<std::vector<Tensor>(Model&)> trainable = make_trainable;
   // The batches and held-out data.
   std::function<TrainingData(const TrainRunConfig&, const Tokenizer*, int64_t n_vocab, std::FILE* err)> data =
       load_training_data;

@@ -73,6 +73,7 @@ struct Storage {
 
 class Tensor;
 struct Node;
+struct LowRank;  // LoRA terms a weight carries (primitives.h)
 
 struct TensorImpl {
   Shape shape;
@@ -80,9 +81,10 @@ struct TensorImpl {
   std::shared_ptr<Storage> storage;
   size_t offset = 0;  // bytes into storage
   bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;     // set when this tensor was produced by a recorded op
-  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
-  std::string name;                  // GGUF name for parameters ("blk.0.attn_q.weight")
+  std::shared_ptr<Node> grad_fn;            // set when this tensor was produced by a recorded op
+  std::shared_ptr<TensorImpl> grad;         // accumulated gradient of a leaf
+  std::string name;                         // GGUF name for parameters ("blk.0.attn_q.weight")
+  std::shared_ptr<const LowRank> low_rank;  // adapters linear() adds to this weight (LoRA), or null
 };
 
 class Tensor {
