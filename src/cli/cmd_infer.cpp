@@ -7,12 +7,14 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "cli/vit.h"
 #include "toy/engines/generate.h"
 
 namespace toy::cli {
 namespace {
 
 int run(const Args& a) {
+  if (a.has("image")) return infer_vit(a);  // an image classifier (cli/vit.h)
   apply_threads(a);
   Loaded l = load_model_and_tokenizer(a);
   const ModelConfig& cfg = l.model->config();
@@ -108,11 +110,14 @@ Registrar reg({
               {"echo", FlagType::Bool, "", "print the prompt before the continuation"},
               {"ignore-eos", FlagType::Bool, "", "keep generating past end-of-text tokens"},
               kv_type_flag(),
-              threads_flag()},
+              threads_flag(),
+              vit_infer_flags()[0],
+              vit_infer_flags()[1]},
     .run = run,
     .details = "examples:\n  toy infer model.gguf --prompt \"Once upon a time\" -n 64\n"
                "  toy infer model.gguf --prompt \"...\" --temp 0.8 --top-k 40 --top-p 0.95 --seed 7\n"
-               "  toy infer model.gguf --ids 1,15043,3186 --temp 0",
+               "  toy infer model.gguf --ids 1,15043,3186 --temp 0\n"
+               "  toy infer vit.gguf --image 17          the classes of test image 17 (a ViT)",
 });
 
 }  // namespace

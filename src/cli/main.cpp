@@ -43,6 +43,13 @@ int main(int argc, char** argv) {
   const Command* cmd = nullptr;
   for (const Command& c : commands())
     if (c.name == args[0]) cmd = &c;
+  // `toy train vit …` is the command train-vit: a recipe with flags of its own (cmd_vit.cpp).
+  for (const Command& c : commands())
+    if (args.size() > 1 && c.name == args[0] + "-" + args[1]) {
+      cmd = &c;
+      args.erase(args.begin());
+      break;
+    }
   if (!cmd) {
     std::cerr << "toy: unknown command '" << args[0] << "' (see toy --help)\n";
     return kUsage;
