@@ -8,13 +8,12 @@
 //
 //   build/examples/example_train [CORPUS.txt [STEPS]]     default: sentences made up below, 200 steps
 //
-// Prints the training loss as it falls, the held-out loss before and after, and a greedy sample.
+// Prints the training loss as it falls and the held-out loss before and after.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "toy/archs/model.h"
-#include "toy/engines/generate.h"
 #include "toy/engines/train.h"
 #include "toy/engines/train_data.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -71,19 +70,6 @@ int main(int argc, char** argv) {
     const double after = engine.evaluate(held_out);
     std::printf("held-out loss after %lld steps: %.3f nats/token\n", (long long)steps, after);
 
-    // 5. What it learned: continue a prompt greedily.
-    DecodeEngine decoder(*model, 64);  // the KV cache: room for 64 positions
-    Sampler greedy({.temperature = 0});
-    std::string sample;
-    StreamDecoder bytes(*tok);
-    generate(decoder, greedy, tok->encode("Lily saw", true), 24,
-             {.is_eog = [&](int32_t id) { return tok->is_eog(id); },
-              .on_token =
-                  [&](int32_t id) {
-                    sample += bytes.push(id);
-                    return true;
-                  }});
-    std::printf("sample: \"Lily saw%s\"\n", (sample + bytes.flush()).c_str());
     return after < before - 1.0 ? 0 : 1;  // it must have learned something
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

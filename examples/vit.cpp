@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     const std::vector<float> z = model->forward(recipes::image_batch(test, {0})).to_vector();  // 10 scores
     const int64_t best = std::max_element(z.begin(), z.end()) - z.begin();
     const auto& names = recipes::fashion_mnist_classes();
-    std::printf("test image 0 is a %s; the model says %s\n", names[test.labels[0]].c_str(),
+    std::printf("test image 0 is labelled %s; the model says %s\n", names[test.labels[0]].c_str(),
                 names[size_t(best)].c_str());
     return after > 0.5 ? 0 : 1;  // well above chance, or something is wrong
   } catch (const std::exception& e) {
