@@ -29,11 +29,11 @@ struct Case {
   std::string name() const {
     return "B" + std::to_string(B) + " T" + std::to_string(T) + " S" + std::to_string(S) + " H" + std::to_string(H) +
            "/" + std::to_string(Hkv) + " Dh" + std::to_string(Dh) + " cap " + std::to_string(o.softcap) + " window " +
-           std::to_string(o.window);
+           std::to_string(o.window) + (o.causal ? "" : " bidirectional");
   }
 };
 
-// o [B, T, H, Dh] in double: causal, grouped, with the window and the cap, as primitives.h says.
+// o [B, T, H, Dh] in double: causal (or not), grouped, with the window and the cap, as primitives.h says.
 std::vector<double> reference(const Case& c, const Tensor& q, const Tensor& k, const Tensor& v) {
   const float *pq = q.data(), *pk = k.data(), *pv = v.data();
   std::vector<double> out(size_t(c.B * c.T * c.H * c.Dh));
@@ -41,9 +41,10 @@ std::vector<double> reference(const Case& c, const Tensor& q, const Tensor& k, c
     for (int64_t t = 0; t < c.T; ++t)
       for (int64_t h = 0; h < c.H; ++h) {
         const int64_t kh = h / (c.H / c.Hkv), p = c.S - c.T + t;
-        const int64_t j0 = c.o.window > 0 ? std::max<int64_t>(0, p - c.o.window + 1) : 0;
+        const int64_t j0 = c.o.causal && c.o.window > 0 ? std::max<int64_t>(0, p - c.o.window + 1) : 0;
+        const int64_t j1 = c.o.causal ? p + 1 : c.S;  // one past the last visible key
         std::vector<double> s;
-        for (int64_t j = j0; j <= p; ++j) {
+        for (int64_t j = j0; j < j1; ++j) {
           double x = 0;
           const float *qt = pq + ((b * c.T + t) * c.H + h) * c.Dh, *kj = pk + ((b * c.S + j) * c.Hkv + kh) * c.Dh;
           for (int64_t d = 0; d < c.Dh; ++d) x += double(qt[d]) * kj[d];
@@ -55,7 +56,7 @@ std::vector<double> reference(const Case& c, const Tensor& q, const Tensor& k, c
         double z = 0;
         for (double& x : s) z += x = std::exp(x - m);
         double* o = out.data() + ((b * c.T + t) * c.H + h) * c.Dh;
-        for (int64_t j = j0; j <= p; ++j)
+        for (int64_t j = j0; j < j1; ++j)
           for (int64_t d = 0; d < c.Dh; ++d)
             o[d] += s[size_t(j - j0)] / z * pv[((b * c.S + j) * c.Hkv + kh) * c.Dh + d];
       }
@@ -71,6 +72,8 @@ std::vector<Case> cases() {
   }
   all.push_back({1, 2, 70, 3, 1, 4, {.scale = 0.5f, .window = 10}});  // Dh not a multiple of 8: the portable kernels
   all.push_back({1, 1, 300, 9, 3, 80, {.scale = 0.11f}});
+  // Bidirectional (an encoder, ViT): both paths, a query block and key chunks past the diagonal.
+  for (int64_t T : {3, 17, 50}) all.push_back({2, T, T, 4, 4, 16, {.scale = 0.25f, .causal = false}});
   return all;
 }
 
@@ -100,9 +103,10 @@ TEST(Attention, BothPathsMatchDoublePrecision) {
 TEST(Attention, SameBitsForAnyThreadCount) {
   const int keep = kernels::num_threads();
   std::mt19937_64 rng(4);
-  for (const Case& c : {Case{2, 1, 300, 6, 2, 64, {.scale = 0.125f}},
-                        Case{1, 4, 200, 4, 2, 32, {.scale = 0.2f, .softcap = 3.0f, .window = 90}},
-                        Case{1, 12, 200, 4, 2, 32, {.scale = 0.2f}}}) {
+  for (const Case& c :
+       {Case{2, 1, 300, 6, 2, 64, {.scale = 0.125f}},
+        Case{1, 4, 200, 4, 2, 32, {.scale = 0.2f, .softcap = 3.0f, .window = 90}},
+        Case{1, 12, 200, 4, 2, 32, {.scale = 0.2f}}, Case{2, 50, 50, 4, 4, 16, {.scale = 0.25f, .causal = false}}}) {
     Tensor q = randn({c.B, c.T, c.H, c.Dh}, rng), k = randn({c.B, c.S, c.Hkv, c.Dh}, rng);
     Tensor v = randn({c.B, c.S, c.Hkv, c.Dh}, rng);
     std::vector<std::vector<float>> first;

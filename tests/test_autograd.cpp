@@ -22,6 +22,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +33,10 @@
 
 #include "helpers.h"
 #include "toy/archs/model.h"
+#include "toy/archs/vit.h"
 #include "toy/blocks/blocks.h"
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/indexing.h"
 #include "toy/primitives/primitives.h"
 
 using namespace toy;
@@ -226,6 +229,25 @@ struct AttentionWindow {  // each query sees only the last 2 positions
   static Tensor forward(std::span<const Tensor> x) { return attention(x[0], x[1], x[2], {.scale = 0.5f, .window = 2}); }
 };
 
+// Bidirectional (an encoder, ViT): every query sees every key, on both forward paths (the
+// decode chunks below 8 queries, the gemm blocks from 8 on).
+struct AttentionBidirectional {
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({2, 5, 2, 4}), r.normal({2, 5, 2, 4}), r.normal({2, 5, 2, 4})};
+  }
+  static Tensor forward(std::span<const Tensor> x) {
+    return attention(x[0], x[1], x[2], {.scale = 0.5f, .causal = false});
+  }
+};
+struct AttentionBidirectionalBlocks {
+  static std::vector<Tensor> inputs(Rng& r) {
+    return {r.normal({1, 12, 2, 4}), r.normal({1, 12, 2, 4}), r.normal({1, 12, 2, 4})};
+  }
+  static Tensor forward(std::span<const Tensor> x) {
+    return attention(x[0], x[1], x[2], {.scale = 0.5f, .causal = false});
+  }
+};
+
 // Soft-capped scores: inputs ×2 so that the cap (2.0) bends the scores; tanh adds curvature,
 // so h is halved (truncation error /4) to keep the same margin.
 struct AttentionSoftcap {
@@ -330,6 +352,80 @@ struct LlamaLoss {
   static Tolerance tolerance() { return {.atol = 2e-3}; }
 };
 
+// The whole training loss of a tiny ViT (4×4 images of 2 channels in 2×2 patches, 2 layers, 2
+// heads): every parameter, through the patch embedding, the class token, the learned positions,
+// the bidirectional encoder and the head. Weights as in LlamaLoss (std 0.3), for the same reason;
+// the default tolerance (measured: worst error 0.035 of the bound). gelu_tanh's forward rounds through fp16 (see GeluTanh), which a finite
+// difference of the whole model cannot see through (measured: errors of 2× the bound at h = 1e-2,
+// 7× at h = 2.5e-3, growing as 1/h), so the numeric side is the same ViT written out here with
+// plain loops and an exact tanh GELU. The images take no gradient.
+struct VitLoss {
+  static constexpr int64_t kParams = 4 + 2 * 12 + 4;  // tensors: embeddings, 12 per layer, head
+  static constexpr int64_t B = 3, C = 2, S = 4, P = 2, N = 4, T = N + 1, D = 8, H = 2;
+  static std::unique_ptr<VitModel> model() {
+    return VitModel::random({.image_size = S,
+                             .patch_size = P,
+                             .n_channel = C,
+                             .d_model = D,
+                             .n_layer = 2,
+                             .n_head = H,
+                             .d_ff = 12,
+                             .n_class = 3,
+                             .eps = 1e-5f},
+                            7);
+  }
+  static std::vector<Tensor> inputs(Rng& r) {
+    std::vector<Tensor> x;
+    model()->for_each_param([&](Tensor& t) {
+      x.push_back(t.dim() == 2 ? r.normal(t.shape(), 0.0f, 0.3f) : r.normal(t.shape(), 1.0f, 0.2f));
+    });
+    x.push_back(r.normal({B, C, S, S}));  // images
+    x.push_back(r.ids({B}, 3));           // classes
+    return x;
+  }
+  static bool differentiable(size_t i) { return i < kParams; }
+  static Tensor forward(std::span<const Tensor> x) {
+    std::unique_ptr<VitModel> m = model();
+    size_t i = 0;
+    m->for_each_param([&](Tensor& t) { t = x[i++]; });
+    return cross_entropy(m->forward(x[i]), x[i + 1]);
+  }
+  static Tensor reference(std::span<const Tensor> x) {
+    const float* img = x[kParams].data();
+    Tensor h = Tensor::empty({B, T, D});  // [class_embd; patch_embd·patch + b] + position_embd
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d) {
+          double v = x[3].data()[t * D + d];
+          if (t == 0) v += x[2].data()[d];
+          const int64_t gy = (t - 1) / (S / P), gx = (t - 1) % (S / P);
+          if (t > 0) v += x[1].data()[d];
+          for (int64_t c = 0; t > 0 && c < C; ++c)
+            for (int64_t py = 0; py < P; ++py)
+              for (int64_t px = 0; px < P; ++px)
+                v += double(x[0].data()[d * C * P * P + (c * P + py) * P + px]) *
+                     img[((b * C + c) * S + gy * P + py) * S + gx * P + px];
+          h.data_mut()[(b * T + t) * D + d] = float(v);
+        }
+    for (size_t l = 0; l < 2; ++l) {
+      const Tensor* w = &x[4 + 12 * l];
+      Tensor qkv = linear(layer_norm(h, w[0], w[1], 1e-5f), w[2], w[3]);  // [B, T, 3D]
+      auto heads = [&](int64_t at) { return narrow(qkv, at, D).reshape({B, T, H, D / H}); };
+      Tensor o = attention(heads(0), heads(D), heads(2 * D), {.scale = 0.5f, .causal = false});
+      h = h + linear(o.reshape({B, T, D}), w[4], w[5]);
+      Tensor u = linear(layer_norm(h, w[6], w[7], 1e-5f), w[8], w[9]);  // [B, T, d_ff]
+      for (int64_t e = 0; e < u.numel(); ++e) {
+        const double v = u.data()[e];
+        u.data_mut()[e] = float(0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+      }
+      h = h + linear(u, w[10], w[11]);
+    }
+    Tensor cls = Tensor::empty({B, D});  // the class token's row
+    for (int64_t b = 0; b < B; ++b) std::copy_n(h.data() + b * T * D, D, cls.data_mut() + b * D);
+    return cross_entropy(linear(layer_norm(cls, x[28], x[29], 1e-5f), x[30], x[31]), x[kParams + 1]);
+  }
+};
+
 // Not an op: x² recorded with a rule that is 2% off, to show that the harness catches it.
 struct WrongRule {
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({6})}; }
@@ -369,6 +465,8 @@ TEST(GradCheck, AttentionGqa) { check_op<AttentionGqa>(); }
 TEST(GradCheck, AttentionCachedPrefix) { check_op<AttentionCachedPrefix>(); }
 TEST(GradCheck, AttentionWindow) { check_op<AttentionWindow>(); }
 TEST(GradCheck, AttentionSoftcap) { check_op<AttentionSoftcap>(); }
+TEST(GradCheck, AttentionBidirectional) { check_op<AttentionBidirectional>(); }
+TEST(GradCheck, AttentionBidirectionalBlocks) { check_op<AttentionBidirectionalBlocks>(); }
 TEST(GradCheck, AttentionDecodeChunks) { check_op<AttentionDecodeChunks>(); }
 TEST(GradCheck, AttentionDecodeWindowSoftcap) { check_op<AttentionDecodeWindowSoftcap>(); }
 TEST(GradCheck, AttentionBlocks) { check_op<AttentionBlocks>(); }
@@ -376,6 +474,7 @@ TEST(GradCheck, AttentionBlocksWindowSoftcap) { check_op<AttentionBlocksWindowSo
 TEST(GradCheck, CrossEntropy) { check_op<CrossEntropy>(); }
 TEST(GradCheck, SwigluFfn) { check_op<SwigluFfn>(); }
 TEST(GradCheck, LlamaLoss) { check_op<LlamaLoss>(); }
+TEST(GradCheck, VitLoss) { check_op<VitLoss>(); }
 
 TEST(GradCheck, HarnessCatchesAWrongRule) { EXPECT_NONFATAL_FAILURE(check_op<WrongRule>(), "analytic"); }
 

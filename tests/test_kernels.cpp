@@ -555,12 +555,14 @@ const AttentionGeometry kAttentionCases[] = {
     {.B = 1, .T = 5, .S = 140, .H = 2, .Hkv = 1, .Dh = 8, .scale = 0.35f, .softcap = 2.0f, .window = 70},
     {.B = 2, .T = 40, .S = 45, .H = 4, .Hkv = 2, .Dh = 16, .scale = 0.25f},
     {.B = 1, .T = 70, .S = 70, .H = 2, .Hkv = 2, .Dh = 8, .scale = 0.35f, .softcap = 1.5f, .window = 20},
+    {.B = 2, .T = 40, .S = 40, .H = 2, .Hkv = 2, .Dh = 8, .scale = 0.35f, .causal = false},  // an encoder (ViT)
+    {.B = 1, .T = 5, .S = 5, .H = 2, .Hkv = 1, .Dh = 8, .scale = 0.35f, .causal = false},
 };
 
 std::string attention_name(const AttentionGeometry& g) {
   return "B" + std::to_string(g.B) + " T" + std::to_string(g.T) + " S" + std::to_string(g.S) + " H" +
          std::to_string(g.H) + "/" + std::to_string(g.Hkv) + " Dh" + std::to_string(g.Dh) + " cap " +
-         std::to_string(g.softcap) + " window " + std::to_string(g.window);
+         std::to_string(g.softcap) + " window " + std::to_string(g.window) + (g.causal ? "" : " bidirectional");
 }
 
 // Everything one attention call reads and writes, in f32.

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/vit.h"
 #include "toy/engines/eval.h"
 #include "toy/io/output_file.h"
 #include "toy/io/progress.h"
@@ -181,6 +182,7 @@ int score_file(const Args& a, const Loaded& l) {
 }
 
 int run(const Args& a) {
+  if (a.has("images")) return eval_vit(a);  // an image classifier (cli/vit.h)
   apply_threads(a);
   const int modes = int(a.has("ids")) + int(a.has("text")) + int(a.has("file"));
   if (modes == 0) throw UsageError("give --ids, --text or --file");
@@ -210,11 +212,14 @@ Registrar reg({
               kv_type_flag(),
               lora_flag(),
               lora_scaled_flag(),
-              threads_flag()},
+              threads_flag(),
+              vit_eval_flags()[0],
+              vit_eval_flags()[1]},
     .run = run,
     .details = "examples:\n  toy eval model.gguf --ids 1,15043,3186 --dump-logits out.f32\n"
                "  toy eval model.gguf --text \"The cat sat\" --top-k 5\n"
                "  toy eval model.gguf --file book.txt --ctx 256 --stride 128 --json\n"
+               "  toy eval vit.gguf --images /usr/share/datasets/fashion-mnist      a ViT's test accuracy\n"
                "methods: docs/eval.md",
 });
 

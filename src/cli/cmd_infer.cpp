@@ -6,11 +6,13 @@
 
 #include "cli/chat_session.h"
 #include "cli/generation.h"
+#include "cli/vit.h"
 
 namespace toy::cli {
 namespace {
 
 int run(const Args& a) {
+  if (a.has("image")) return infer_vit(a);  // an image classifier (cli/vit.h)
   apply_threads(a);
   if (a.has("n-gpu-layers")) std::cerr << "note: -ngl is ignored: toy runs on the CPU\n";
   Loaded l = load_model_and_tokenizer(a);
@@ -80,6 +82,7 @@ std::vector<Flag> flags() {
   for (Flag& g : generation_flags()) f.push_back(std::move(g));
   f.push_back(lora_flag());
   f.push_back(lora_scaled_flag());
+  for (Flag& g : vit_infer_flags()) f.push_back(std::move(g));
   return f;
 }
 
@@ -96,7 +99,8 @@ Registrar reg({
                "examples:\n  toy infer model.gguf -p \"Once upon a time\" -n 64\n"
                "  toy infer -m model.gguf -f prompt.txt --temp 0.8 --top-k 40 --top-p 0.95 -s 7\n"
                "  echo \"Why is the sky blue?\" | toy infer qwen2.5:0.5b -p - --chat\n"
-               "  toy infer model.gguf --ids 1,15043,3186 --temp 0",
+               "  toy infer model.gguf --ids 1,15043,3186 --temp 0\n"
+               "  toy infer vit.gguf --image 17          the classes of test image 17 (a ViT)",
 });
 
 }  // namespace

@@ -125,7 +125,7 @@ int run(const Args& a) {
   const auto recipe = a.positional(0);
   if (!recipe && resume.empty()) throw UsageError("'toy train' needs RECIPE (from-scratch) or --resume DIR");
   if (recipe && *recipe != "from-scratch" && *recipe != "lora")
-    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, lora)");
+    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, lora, vit)");
   if (a.integer("seed") < 0) throw UsageError("--seed must be ≥ 0");
 
   nlohmann::json j;
@@ -195,7 +195,9 @@ int run(const Args& a) {
 Registrar reg({
     .name = "train",
     .summary = "train a model from scratch (or from given weights) and write a run bundle",
-    .positionals = {{"RECIPE", "from-scratch or lora (optional with --resume)", /*required=*/false}},
+    .positionals = {{"RECIPE",
+                     "from-scratch or lora (optional with --resume); vit has flags of its own: toy train vit --help",
+                     /*required=*/false}},
     .flags = flags(),
     .run = run,
     .details = "prints `step N: loss=X` for every step (the loss before update N) and `eval N: val_loss=X` on stdout;\n"

@@ -40,9 +40,18 @@ int main(int argc, char** argv) {
     std::cout << manifest_json() << "\n";
     return kOk;
   }
-  // `toy help CMD` is `toy CMD --help`.
-  if (args[0] == "help" && args.size() >= 2) args = {args[1], "--help"};
+  // `toy help CMD …` is `toy CMD … --help`.
+  if (args[0] == "help" && args.size() >= 2) {
+    args.erase(args.begin());
+    args.push_back("--help");
+  }
   const Command* cmd = find_command(args[0]);
+  // `toy train vit …` is the command train-vit: a recipe with flags of its own (cmd_vit.cpp).
+  if (args.size() > 1)
+    if (const Command* sub = find_command(args[0] + "-" + args[1])) {
+      cmd = sub;
+      args.erase(args.begin());
+    }
   if (!cmd) {
     std::vector<std::string> names;
     for (const Command& c : commands()) names.push_back(c.name);

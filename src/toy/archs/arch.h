@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "toy/archs/model.h"
+#include "toy/blocks/gpt2.h"
 
 namespace toy {
 
@@ -241,6 +242,24 @@ void rope_keys(V& v, H& h) {
   v.check(h.n_rot <= h.d_head && h.n_rot % 2 == 0, "rope.dimension_count " + std::to_string(h.n_rot) +
                                                        " must be even and at most the head size " +
                                                        std::to_string(h.d_head));
+}
+
+// The tensors of a GPT-2 layer (blocks/gpt2.h: LayerNorms with bias, fused QKV, GELU MLP), shared
+// by gpt2 and vit. QKV: the rows of attn_qkv (Q | K | V).
+template <class V>
+void gpt2_layer_tensors(V& v, Gpt2Layer& L, Dim D, Dim Q, Dim QKV, Dim F) {
+  v.tensor("attn_norm.weight", L.attn_norm, {D}, Init::Ones);
+  v.tensor("attn_norm.bias", L.attn_norm_bias, {D}, Init::Zeros);
+  v.tensor("attn_qkv.weight", L.attn.attn_qkv, {QKV, D}, Init::Normal);
+  v.tensor("attn_qkv.bias", L.attn.attn_qkv_bias, {QKV}, Init::Zeros);
+  v.tensor("attn_output.weight", L.attn.attn_output, {D, Q}, Init::Normal);
+  v.tensor("attn_output.bias", L.attn.attn_output_bias, {D}, Init::Zeros);
+  v.tensor("ffn_norm.weight", L.ffn_norm, {D}, Init::Ones);
+  v.tensor("ffn_norm.bias", L.ffn_norm_bias, {D}, Init::Zeros);
+  v.tensor("ffn_up.weight", L.ffn.ffn_up, {F, D}, Init::Normal);
+  v.tensor("ffn_up.bias", L.ffn.ffn_up_bias, {F}, Init::Zeros);
+  v.tensor("ffn_down.weight", L.ffn.ffn_down, {D, F}, Init::Normal);
+  v.tensor("ffn_down.bias", L.ffn.ffn_down_bias, {D}, Init::Zeros);
 }
 
 // --- the adapter -------------------------------------------------------------------------------

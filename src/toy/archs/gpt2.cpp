@@ -7,7 +7,6 @@
 //
 // The converter transposes HF's Conv1D weights, so every GGUF projection is [out, in] as usual;
 // attn_qkv's rows are Q | K | V. No head_count_kv key: it defaults to head_count.
-#include "toy/blocks/gpt2.h"
 #include "toy/archs/arch.h"
 
 namespace toy {
@@ -40,20 +39,7 @@ struct Gpt2 {
     const Dim QKV{(h.n_head + 2 * h.n_kv_head) * h.d_head, "n_head·d_head + 2·n_kv_head·d_head"};
     v.tensor("token_embd.weight", w.token_embd, {d.V, d.D}, Init::Normal);
     v.tensor("position_embd.weight", w.position_embd, {{h.n_ctx, "n_ctx"}, d.D}, Init::Normal);
-    v.layers(w.blk, h.n_layer, [&](Gpt2Layer& L) {
-      v.tensor("attn_norm.weight", L.attn_norm, {d.D}, Init::Ones);
-      v.tensor("attn_norm.bias", L.attn_norm_bias, {d.D}, Init::Zeros);
-      v.tensor("attn_qkv.weight", L.attn.attn_qkv, {QKV, d.D}, Init::Normal);
-      v.tensor("attn_qkv.bias", L.attn.attn_qkv_bias, {QKV}, Init::Zeros);
-      v.tensor("attn_output.weight", L.attn.attn_output, {d.D, d.Q}, Init::Normal);
-      v.tensor("attn_output.bias", L.attn.attn_output_bias, {d.D}, Init::Zeros);
-      v.tensor("ffn_norm.weight", L.ffn_norm, {d.D}, Init::Ones);
-      v.tensor("ffn_norm.bias", L.ffn_norm_bias, {d.D}, Init::Zeros);
-      v.tensor("ffn_up.weight", L.ffn.ffn_up, {d.F, d.D}, Init::Normal);
-      v.tensor("ffn_up.bias", L.ffn.ffn_up_bias, {d.F}, Init::Zeros);
-      v.tensor("ffn_down.weight", L.ffn.ffn_down, {d.D, d.F}, Init::Normal);
-      v.tensor("ffn_down.bias", L.ffn.ffn_down_bias, {d.D}, Init::Zeros);
-    });
+    v.layers(w.blk, h.n_layer, [&](Gpt2Layer& L) { gpt2_layer_tensors(v, L, d.D, d.Q, QKV, d.F); });
     v.tensor("output_norm.weight", w.output_norm, {d.D}, Init::Ones);
     v.tensor("output_norm.bias", w.output_norm_bias, {d.D}, Init::Zeros);
     v.tensor("output.weight", w.output, {d.V, d.D}, Init::Normal, /*required=*/!h.tied_output);

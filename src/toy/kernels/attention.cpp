@@ -1,4 +1,4 @@
-// kernels/attention.cpp — causal grouped-query attention on raw arrays, forward and backward
+// kernels/attention.cpp — grouped-query attention (causal or bidirectional) on raw arrays, forward and backward
 // (the math: primitives/attention.cpp; the API: kernels.h).
 //
 // How it is computed. Long inputs (T ≥ kGemmMinT: training, prompt processing) go through
@@ -85,7 +85,7 @@ int64_t partial_size(const AttentionGeometry& g) { return g.Dh + 2; }
 
 // The visible keys of query t inside chunk c: [j0, j1), empty when j0 ≥ j1.
 std::pair<int64_t, int64_t> chunk_keys(const AttentionGeometry& g, int64_t t, int64_t c) {
-  return {std::max(c * kKeyChunk, g.first_key(t)), std::min((c + 1) * kKeyChunk, g.S - g.T + t + 1)};
+  return {std::max(c * kKeyChunk, g.first_key(t)), std::min((c + 1) * kKeyChunk, g.key_end(t))};
 }
 
 // Work item (b, kh, chunk c): the partials of the group's rows (head-major, then t) to part.
@@ -158,7 +158,7 @@ struct Scratch {
 void forward_block(const Views& w, const AttentionGeometry& g, int64_t b, int64_t kh, int64_t t0, int64_t t1,
                    Scratch& m) {
   const int64_t Dh = g.Dh, group = g.H / g.Hkv, tb = t1 - t0, rows = group * tb;
-  const int64_t jlo = g.first_key(t0), jhi = g.S - g.T + t1, span = jhi - jlo;  // keys the block sees
+  const int64_t jlo = g.first_key(t0), jhi = g.key_end(t1 - 1), span = jhi - jlo;  // keys the block sees
   float* Q = Scratch::sized(m.q, rows * Dh);
   float* K = Scratch::sized(m.k, span * Dh);
   float* V = Scratch::sized(m.v, span * Dh);
@@ -170,7 +170,7 @@ void forward_block(const Views& w, const AttentionGeometry& g, int64_t b, int64_
   gemm(false, true, rows, span, Dh, Q, K, Sc, false);  // Sc = Q·Kᵀ   [rows, span]
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t h = kh * group + i / tb, t = t0 + i % tb;
-    const int64_t j0 = g.first_key(t) - jlo, j1 = g.S - g.T + t + 1 - jlo;
+    const int64_t j0 = g.first_key(t) - jlo, j1 = g.key_end(t) - jlo;
     float* s = Sc + i * span;
     const size_t row = size_t(((b * g.H + h) * g.T + t) * g.S + jlo);
     for (int64_t j = j0; j < j1; ++j) {
@@ -201,7 +201,7 @@ void backward_head(const Views& w, const AttentionGeometry& g, int64_t b, int64_
   std::fill(dV, dV + S * Dh, 0.0f);
   for (int64_t t0 = 0; t0 < g.T; t0 += kBlock) {
     const int64_t t1 = std::min(g.T, t0 + kBlock), tb = t1 - t0;
-    const int64_t jlo = g.first_key(t0), jhi = S - g.T + t1, span = jhi - jlo;
+    const int64_t jlo = g.first_key(t0), jhi = g.key_end(t1 - 1), span = jhi - jlo;
     float* Q = Scratch::sized(m.q, tb * Dh);
     float* dO = Scratch::sized(m.o, tb * Dh);
     float* Pb = Scratch::sized(m.s, 2 * tb * span);
@@ -213,7 +213,7 @@ void backward_head(const Views& w, const AttentionGeometry& g, int64_t b, int64_
     gemm(true, false, span, Dh, tb, Pb, dO, dV + jlo * Dh, true);  // dV += Pᵀ·dO
     gemm(false, true, tb, span, Dh, dO, V + jlo * Dh, dS, false);  // dP = dO·Vᵀ
     for (int64_t r = 0; r < tb; ++r) {
-      const int64_t t = t0 + r, j0 = g.first_key(t) - jlo, j1 = S - g.T + t + 1 - jlo;
+      const int64_t t = t0 + r, j0 = g.first_key(t) - jlo, j1 = g.key_end(t) - jlo;
       const float* p = Pb + r * span;
       float* ds = dS + r * span;
       double pdp = 0;

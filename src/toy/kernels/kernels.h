@@ -108,18 +108,21 @@ void copy_columns(const float* x, int64_t x_cols, int64_t x_begin, float* y, int
                   int64_t n);
 
 // --- attention (the math: primitives/attention.cpp; how it is computed: attention.cpp) -------
-// Causal grouped-query attention of q [B, T, H, Dh] against keys and values [B, S, Hkv, Dh]:
-// query t sits at position S − T + t and sees the keys j with first_key(t) ≤ j ≤ S − T + t;
+// Grouped-query attention of q [B, T, H, Dh] against keys and values [B, S, Hkv, Dh]: query t
+// sits at position S − T + t and sees the keys j with first_key(t) ≤ j < key_end(t): up to its own
+// position when causal (a decoder), all S keys when not (an image encoder);
 // query head h reads KV head h / (H / Hkv). s_j = scale·q·k_j, or cap·tanh(scale·q·k_j / cap)
 // with softcap > 0; P = softmax(s); o = Σ_j P_j v_j.
 struct AttentionGeometry {
   int64_t B, T, S, H, Hkv, Dh;
   float scale = 1.0f, softcap = 0.0f;
-  int64_t window = 0;  // > 0: a query at p sees keys at p − window < j ≤ p
+  int64_t window = 0;  // > 0: a query at p sees keys at p − window < j ≤ p (causal only)
+  bool causal = true;  // false: every query sees every key (bidirectional)
   int64_t first_key(int64_t t) const {
     const int64_t p = S - T + t;
-    return window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+    return causal && window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
   }
+  int64_t key_end(int64_t t) const { return causal ? S - T + t + 1 : S; }  // one past the last visible key
 };
 // o [B, T, H, Dh] from q, and k and v of type kv (F32, or F16: a KV cache). P and capped, when not
 // null, receive [B, H, T, S] the probabilities and (softcap > 0) the capped scores, 0 where masked:

@@ -88,7 +88,7 @@ void attention(const AttentionGeometry& g, const float* q, const float* k, const
   for (int64_t b = 0; b < g.B; ++b)
     for (int64_t h = 0; h < g.H; ++h)
       for (int64_t t = 0; t < g.T; ++t) {
-        const int64_t j0 = g.first_key(t), j1 = g.S - g.T + t + 1;  // visible keys [j0, j1)
+        const int64_t j0 = g.first_key(t), j1 = g.key_end(t);  // visible keys [j0, j1)
         T mx = -INFINITY, z = 0;
         for (int64_t j = j0; j < j1; ++j) mx = std::max(mx, s[size_t(j)] = score<T>(g, q, k, b, t, h, j));
         for (int64_t j = j0; j < j1; ++j) z += s[size_t(j)] = std::exp(s[size_t(j)] - mx);
@@ -112,7 +112,7 @@ void attention_backward(const AttentionGeometry& g, const float* q, const float*
   for (int64_t b = 0; b < g.B; ++b)
     for (int64_t h = 0; h < g.H; ++h)
       for (int64_t t = 0; t < g.T; ++t) {
-        const int64_t j0 = g.first_key(t), j1 = g.S - g.T + t + 1;
+        const int64_t j0 = g.first_key(t), j1 = g.key_end(t);
         const float* p = P + at.p(b, h, t);
         const float* dO = dout + at.q(b, t, h);
         T pdp = 0;

@@ -1,8 +1,8 @@
-// primitives/attention.cpp — causal grouped-query attention (optional sliding window and
-// soft-cap), with its hand-written gradient.
+// primitives/attention.cpp — grouped-query attention, causal (optional sliding window) or
+// bidirectional, with optional soft-cap and its hand-written gradient.
 //
 // For query head h (KV head g = h / (H/Hkv)) and query t at position p = S − T + t:
-//   s_j = cap·tanh(scale·q·k_j / cap)  (or scale·q·k_j)   for visible keys j
+//   s_j = cap·tanh(scale·q·k_j / cap)  (or scale·q·k_j)   for visible keys j (j ≤ p when causal)
 //   P   = softmax(s),  o = Σ_j P_j v_j
 // Backward (dO given):  dv_j += P_j dO;  dP_j = dO·v_j;  ds_j = P_j (dP_j − Σ P dP);
 //   through the cap: ds_j *= 1 − (s_j/cap)²;  dq = scale Σ ds_j k_j;  dk_j += scale ds_j q.
@@ -24,8 +24,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (k.dtype() != v.dtype() || (!half && k.dtype() != DType::F32))
     throw ShapeError("attention: k and v must both be F32 or both F16, got " + std::string(name(k.dtype())) + " and " +
                      std::string(name(v.dtype())));
-  const kernels::AttentionGeometry g{
-      .B = B, .T = T, .S = S, .H = H, .Hkv = Hkv, .Dh = Dh, .scale = o.scale, .softcap = o.softcap, .window = o.window};
+  const kernels::AttentionGeometry g{.B = B,
+                                     .T = T,
+                                     .S = S,
+                                     .H = H,
+                                     .Hkv = Hkv,
+                                     .Dh = Dh,
+                                     .scale = o.scale,
+                                     .softcap = o.softcap,
+                                     .window = o.window,
+                                     .causal = o.causal};
   const bool saving = needs_grad({&q, &k, &v});
   if (saving && half) throw ShapeError("attention: no gradient through F16 keys and values (a KV cache)");
   Tensor out = Tensor::empty(q.shape());

@@ -98,9 +98,10 @@ struct AttentionOptions {
   float scale = 1.0f;    // multiplies q·k, usually 1/sqrt(Dh)
   float softcap = 0.0f;  // > 0: scores = cap·tanh(scores/cap) before the mask (gemma2)
   int64_t window = 0;    // > 0: a query at p sees keys at p−window < pk ≤ p (sliding window)
+  bool causal = true;    // false: every query sees all S keys (an encoder: ViT)
 };
-// Causal grouped-query attention. Query t sits at position S − T + t and sees keys ≤ its
-// position; query head h reads KV head h / (H / Hkv).
+// Grouped-query attention. Query t sits at position S − T + t and, when causal, sees keys ≤ its
+// position (else all keys); query head h reads KV head h / (H / Hkv).
 // k and v are F32, or both F16 (an F16 KV cache; no gradient then).
 // q: [B, T, H, Dh], k, v: [B, S, Hkv, Dh] -> [B, T, H, Dh]
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);

@@ -34,24 +34,21 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("threads", c.threads), f("runs-dir", c.runs_dir), f("run-id", c.run_id);
 }
 
-namespace {
-// The shortest decimal that reads back as the same float.
-std::string shortest(float v) {
+double json_number(float v) {  // the shortest decimal that reads back as the same float
   char b[32];
   for (int digits = 6; digits <= 9; ++digits) {
     std::snprintf(b, sizeof b, "%.*g", digits, double(v));
     if (std::strtof(b, nullptr) == v) break;
   }
-  return b;
+  return std::stod(b);
 }
-}  // namespace
 
 ordered_json to_json(const TrainRunConfig& c0) {
   TrainRunConfig c = c0;
   ordered_json j;
   for_each_setting(c, [&](const char* key, auto& v) {
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, float>)
-      j[key] = std::stod(shortest(v));  // 0.001, not 0.0010000000474974513
+      j[key] = json_number(v);  // 0.001, not 0.0010000000474974513
     else
       j[key] = v;
   });
@@ -68,8 +65,8 @@ std::string describe(const nlohmann::json& v) {
   return (type == "array" || type == "object" ? "an " : "a ") + type + " (" + text + ")";
 }
 
-// `v` = the JSON value when it has the setting's type (integers in the field's range), else
-// ConfigError naming the key and the type it must have.
+}  // namespace
+
 template <class T>
 void read_setting(const nlohmann::json& value, const char* key, T& v) {
   auto wrong = [&](const std::string& want) {
@@ -95,8 +92,13 @@ void read_setting(const nlohmann::json& value, const char* key, T& v) {
     v = value.get<T>();
   }
 }
-
-}  // namespace
+template void read_setting(const nlohmann::json&, const char*, bool&);
+template void read_setting(const nlohmann::json&, const char*, std::string&);
+template void read_setting(const nlohmann::json&, const char*, int&);
+template void read_setting(const nlohmann::json&, const char*, int64_t&);
+template void read_setting(const nlohmann::json&, const char*, uint64_t&);
+template void read_setting(const nlohmann::json&, const char*, float&);
+template void read_setting(const nlohmann::json&, const char*, double&);
 
 TrainRunConfig config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw ConfigError("expected a JSON object of settings, got " + describe(j));

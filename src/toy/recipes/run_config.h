@@ -63,6 +63,12 @@ struct TrainRunConfig {
 };
 
 nlohmann::ordered_json to_json(const TrainRunConfig& c);
+// For settings tables of other recipes (recipes/vit.h): a float as the shortest decimal that reads
+// back as the same float (0.001, not 0.0010000000474974513); `v` = a JSON value of v's type (bool,
+// string, integer in range, number), else ConfigError naming the key and the type it must have.
+double json_number(float v);
+template <class T>
+void read_setting(const nlohmann::json& value, const char* key, T& v);
 // Reads config.json back; missing keys keep their defaults. Throws ConfigError naming the key and
 // the type it must have (`"lr" must be a number, got a string ("abc")`).
 TrainRunConfig config_from_json(const nlohmann::json& j);
