@@ -204,8 +204,8 @@ TEST(TrainCli, WritesARunBundle) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto lines = loss_lines(r.out);
   ASSERT_EQ(lines.size(), 12u);
-  EXPECT_EQ(lines[0].rfind("step 0: loss=", 0), 0u);
-  EXPECT_EQ(lines[11].rfind("step 11: loss=", 0), 0u);
+  EXPECT_EQ(lines[0].rfind("step 1: loss=", 0), 0u);  // steps count from 1: step N is the N-th update
+  EXPECT_EQ(lines[11].rfind("step 12: loss=", 0), 0u);
   // The first loss is about ln(n_vocab) = ln(260) for random weights; training lowers it.
   const double first = loss_of(lines[0]), last = loss_of(lines[11]);
   EXPECT_NEAR(first, std::log(260.0), 0.3);
@@ -239,7 +239,10 @@ TEST(TrainCli, WritesARunBundle) {
   EXPECT_EQ(count["checkpoint"], 3);  // steps 5, 10, 12
   for (const json& e : ev)
     if (e["kind"] == "step") {
-      EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[e["step"].get<size_t>()]), 1e-6 * loss_of(lines[0]));
+      const int64_t n = e["step"];
+      ASSERT_GE(n, 1);
+      EXPECT_NEAR(e["loss"].get<double>(), loss_of(lines[size_t(n - 1)]), 1e-6 * loss_of(lines[0]));
+      EXPECT_EQ(e["tokens"], n * 4 * 16);  // B·T per update, steps 1..n
     }
 
   const std::string svg = test::read_text(run / "loss.svg");
@@ -410,9 +413,10 @@ TEST(TrainCli, DataIdsReproducePyTorchTrace) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto lines = loss_lines(r.out);
   ASSERT_EQ(lines.size(), 8u);
+  // loss_before_step[k] is the loss before update k + 1: the line `step k+1: loss=X`.
   for (size_t k = 0; k < 8; ++k) {
-    const double got = loss_of(lines[k]);
-    EXPECT_LT(rel(got, ref["loss_before_step"][k].get<double>()), 1e-5) << lines[k];
+    EXPECT_EQ(lines[k].rfind("step " + std::to_string(k + 1) + ": ", 0), 0u) << lines[k];
+    EXPECT_LT(rel(loss_of(lines[k]), ref["loss_before_step"][k].get<double>()), 1e-5) << lines[k];
   }
 }
 

@@ -45,7 +45,8 @@ std::string base_command(const TrainDir& d, const std::string& corpus) {
 TEST(TrainBundle, ResumeSealsARunKilledBeforeFinalGguf) {
   TrainDir d;
   const std::string base = base_command(d, write_corpus(d)) + " --steps 6 --eval-every 0 --checkpoint-every 3";
-  ASSERT_EQ(run_toy(base + " --run-id r").code, 0);
+  auto first = run_toy(base + " --run-id r");
+  ASSERT_EQ(first.code, 0) << first.err;
   // A kill after checkpoint 6 was written, before final.gguf and run_end.
   const fs::path run = d.dir / "runs/r";
   fs::remove(run / "weights/final.gguf");
@@ -59,6 +60,10 @@ TEST(TrainBundle, ResumeSealsARunKilledBeforeFinalGguf) {
   EXPECT_EQ(ev.back()["kind"], "run_end");
   EXPECT_EQ(ev.back()["reason"], "completed");
   EXPECT_EQ(ev.back()["final_step"], 6);
+  const auto lines = loss_lines(first.out);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines.back().rfind("step 6: ", 0), 0u);
+  EXPECT_NEAR(ev.back()["final_loss"].get<double>(), loss_of(lines.back()), 1e-6);  // the loss of step 6, from the log
   // Sealed now: another --resume without more --steps has nothing to do (usage error).
   auto again = run_toy("train --resume " + run.string() + " --no-progress");
   EXPECT_EQ(again.code, 2);
@@ -214,7 +219,7 @@ TEST(TrainBundle, CtrlCCheckpointsAndResumeIsBitIdentical) {
   char line[256];
   while (std::fgets(line, sizeof line, child.out)) {
     out += line;
-    if (std::string(line).rfind("step 3:", 0) == 0) break;
+    if (std::string(line).rfind("step 4:", 0) == 0) break;
   }
   // Paused mid-run, it holds the bundle: a second process may not train it.
   ASSERT_EQ(::kill(child.pid, SIGSTOP), 0);
@@ -239,6 +244,7 @@ TEST(TrainBundle, CtrlCCheckpointsAndResumeIsBitIdentical) {
   EXPECT_EQ(ev.back()["kind"], "run_end");
   EXPECT_EQ(ev.back()["reason"], "interrupted");
   EXPECT_EQ(ev.back()["final_step"], int64_t(n_done));
+  EXPECT_EQ(loss_lines(out).back().rfind("step " + std::to_string(n_done) + ": ", 0), 0u);
   EXPECT_EQ(ev.back()["exit_code"], 130);
   EXPECT_TRUE(fs::exists(run / "weights" / ("step-" + std::to_string(n_done) + ".gguf")));
 

@@ -62,7 +62,7 @@ std::vector<Flag> flags() {
        "GGUF file whose tokenizer.ggml.* vocabulary to use (default: that of --init-weights, else byte-level: 260 "
        "tokens)"},
       {"data-ids", FlagType::Path, "",
-       "little-endian int32 token ids instead of --corpus: step s reads the s-th block of batch*(context+1) ids"},
+       "little-endian int32 token ids instead of --corpus: step N reads the N-th block of batch*(context+1) ids"},
       {"eval-ids", FlagType::Path, "", "held-out int32 ids to evaluate on (with --data-ids)"},
       {"init-weights", FlagType::Path, "",
        "start from this GGUF model (its architecture and shapes) instead of random weights"},
@@ -181,7 +181,8 @@ Registrar reg({
     .positionals = {{"RECIPE", "from-scratch (optional with --resume)", /*required=*/false}},
     .flags = flags(),
     .run = run,
-    .details = "prints `step N: loss=X` for every step (the loss before update N) and `eval N: val_loss=X` on stdout;\n"
+    .details = "prints `step N: loss=X` for every step (steps count from 1: the loss before update N) and\n"
+               "`eval N: val_loss=X` (after N updates) on stdout;\n"
                "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n"
                "Ctrl-C or SIGTERM ends the run after the step in flight with a checkpoint (exit 130; continue\n"
                "with --resume); a second one ends it at once.\n\n"

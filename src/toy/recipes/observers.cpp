@@ -82,7 +82,7 @@ class Progress {
   Clock::time_point last_{};
 };
 
-// Curve points of the events logged before `resume_step` (for loss.svg after a resume).
+// Curve points of the events logged up to `resume_step` (for loss.svg after a resume).
 void read_curves(const std::string& path, int64_t resume_step, std::vector<CurvePoint>& train,
                  std::vector<CurvePoint>& eval) {
   std::map<int64_t, double> tr, ev;
@@ -93,7 +93,7 @@ void read_curves(const std::string& path, int64_t resume_step, std::vector<Curve
         !j["loss"].is_number())
       continue;
     const int64_t s = j["step"];
-    if (j.value("kind", "") == "step" && s < resume_step) tr[s] = j["loss"];
+    if (j.value("kind", "") == "step" && s <= resume_step) tr[s] = j["loss"];
     if (j.value("kind", "") == "eval" && s <= resume_step) ev[s] = j["loss"];
   }
   for (auto [s, l] : tr) train.push_back({double(s), l});
@@ -139,9 +139,9 @@ class Console : public Observer {
     print_line(t, "step %lld: loss=%.9g\n", r.step, r.result.loss);
     const int64_t s = r.step, BT = t.config().batch * t.config().context;
     const double elapsed = std::chrono::duration<double>(Clock::now() - t_start_).count();
-    const double done = double(s + 1 - t.start());
-    bar_.update(s + 1, t.config().steps, r.result.loss, done * double(BT) / elapsed,
-                elapsed / done * double(t.end() - s - 1), /*force=*/s + 1 == t.end());
+    const double done = double(s - t.start());
+    bar_.update(s, t.config().steps, r.result.loss, done * double(BT) / elapsed, elapsed / done * double(t.end() - s),
+                /*force=*/s == t.end());
   }
   void on_eval(Trainer& t, const EvalReport& r) override {
     print_line(t, "eval %lld: val_loss=%.9g\n", r.step, r.loss);
@@ -205,7 +205,7 @@ class EventFile : public Observer {
                        {"step", r.step},
                        {"loss", r.result.loss},
                        {"lr", r.result.lr},
-                       {"tokens", (r.step + 1) * BT},
+                       {"tokens", r.step * BT},
                        {"wall_us", micros(r.seconds)},
                        {"grad_norm", r.result.grad_norm},
                        {"clip_scale", r.result.clip_scale},

@@ -108,14 +108,14 @@ std::shared_ptr<const gguf::GgufFile> open_input(const std::string& path, const 
   return gguf::GgufFile::open(path);
 }
 
-// The training loss of the last `step` event at `step_before` in the log (NaN: none).
-double logged_loss(const std::string& events_path, int64_t step_before) {
+// The training loss of the last `step` event of step `step` in the log (NaN: none).
+double logged_loss(const std::string& events_path, int64_t step) {
   double loss = NAN;
   std::istringstream in(fs::exists(events_path) ? read_file(events_path) : std::string());
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.value("kind", "") == "step" && j.value("step", int64_t(-1)) == step_before &&
-        j.contains("loss") && j["loss"].is_number())
+    if (j.is_object() && j.value("kind", "") == "step" && j.value("step", int64_t(-1)) == step && j.contains("loss") &&
+        j["loss"].is_number())
       loss = j["loss"];
   }
   return loss;
@@ -206,7 +206,7 @@ void Trainer::resume_from_checkpoint() {
 void Trainer::seal() {
   sealed_ = true;
   link_final(run_dir_, ckpt_->model);
-  const double loss = logged_loss(events_path(), ckpt_->step - 1);
+  const double loss = logged_loss(events_path(), ckpt_->step);
   EventLog(events_path())
       .emit("run_end", {{"ended_at", utc_timestamp()},
                         {"reason", to_string(EndReason::Completed)},
@@ -306,11 +306,12 @@ RunResult Trainer::run() {
 
     const auto t0 = Clock::now();
     const StepResult r = engine_->step(make_batch(data_.batch_ids(s), c_.batch, c_.context));
-    const StepReport step{.step = s, .result = r, .seconds = std::chrono::duration<double>(Clock::now() - t0).count()};
+    const StepReport step{
+        .step = s + 1, .result = r, .seconds = std::chrono::duration<double>(Clock::now() - t0).count()};
     for (auto& o : observers_) o->on_step(*this, step);
     if (!std::isfinite(r.loss)) {
-      finish({.reason = EndReason::Diverged, .step = s, .loss = r.loss, .steps_run = s - start_});
-      throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(s) +
+      finish({.reason = EndReason::Diverged, .step = s + 1, .loss = r.loss, .steps_run = s - start_});
+      throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(s + 1) +
                                " (try a lower --lr)");
     }
     last_loss = r.loss;
