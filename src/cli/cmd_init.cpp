@@ -10,7 +10,6 @@
 #include "toy/archs/model.h"
 #include "toy/cards/card.h"
 #include "toy/io/file_type.h"
-#include "toy/tensor/quant.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
@@ -110,11 +109,8 @@ int run(const Args& a) {
   std::vector<Tensor> converted;  // keeps quantized copies alive until the write
   model->for_each_param([&](Tensor& t) {
     // As llama-quantize would write this file type (vectors stay F32).
-    const DType target = gguf::tensor_dtype(*ft, t.name(), t.shape(), int(shape.n_layer), shape.tied_output);
-    Tensor q = Tensor::empty(t.shape(), target);
-    quantize(target, t.data(), q.raw_mut(), t.numel());
-    converted.push_back(q);
-    writer.add_tensor(t.name(), q);
+    converted.push_back(gguf::to_file_dtype(*ft, t, int(shape.n_layer), shape.tied_output));
+    writer.add_tensor(t.name(), converted.back());
   });
   writer.write(out);
   std::fprintf(stderr, "init: wrote %s\n", out.c_str());

@@ -148,6 +148,10 @@ class Trainer {
   const Tokenizer* tokenizer() const { return tok_.get(); }
   const TrainingData& data() const { return data_; }
   int64_t n_params() const;
+  // general.name of the checkpoints: that of --init-weights when it has one (a fine-tune keeps its
+  // base's name), else "toy-<recipe>"; lineage(): general.base_model.* naming the base, if any.
+  const std::string& model_name() const { return model_name_; }
+  const std::vector<std::pair<std::string, gguf::Value>>& lineage() const { return lineage_; }
 
  private:
   void open_new_bundle();
@@ -165,6 +169,8 @@ class Trainer {
   bool sealed_ = false;             // this invocation only sealed a finished run
   std::shared_ptr<const Tokenizer> tok_;
   std::unique_ptr<Model> model_;
+  std::string model_name_;
+  std::vector<std::pair<std::string, gguf::Value>> lineage_;
   TrainingData data_;
   std::unique_ptr<TrainEngine> engine_;
   int64_t start_ = 0, end_ = 0;
