@@ -57,7 +57,7 @@ class GgufFile;
 // One tensor of quantize_file, for progress reports.
 struct QuantizeStep {
   size_t index = 0, count = 0;  // tensor `index` (from 1) of `count`
-  std::string_view name;        // "blk.0.attn_q.weight"
+  std::string_view name;        // the tensor's GGUF name
   DType from, to;
 };
 
