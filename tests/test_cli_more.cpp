@@ -235,8 +235,8 @@ TEST(CliManifest, DescribesEveryCommandAndFlag) {
     for (const auto& p : c["positionals"]) EXPECT_NE(h.out.find(p["name"].get<std::string>()), std::string::npos);
   }
   // The commands of the issue; each is registered by its own cmd_<name>.cpp.
-  for (const char* want :
-       {"new", "install", "list", "describe", "fetch", "infer", "train", "eval", "serve", "tokenize", "bench", "init"})
+  for (const char* want : {"new", "install", "list", "describe", "fetch", "infer", "train", "eval", "serve", "tokenize",
+                           "bench", "init", "quantize", "runs"})
     EXPECT_TRUE(names.count(want)) << "toy " << want << " is not registered";
 }
 

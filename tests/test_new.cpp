@@ -73,8 +73,8 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
   ASSERT_EQ(bc, 0) << blog;
   auto [rc, rlog] = shell(root / "exp", "./build/exp config.json 3");
   ASSERT_EQ(rc, 0) << rlog;
-  EXPECT_NE(rlog.find("step 0: loss="), std::string::npos) << rlog;
-  EXPECT_NE(rlog.find("step 2: loss="), std::string::npos) << rlog;
+  EXPECT_NE(rlog.find("step 1: loss="), std::string::npos) << rlog;
+  EXPECT_NE(rlog.find("step 3: loss="), std::string::npos) << rlog;
   EXPECT_NE(rlog.find("held-out loss"), std::string::npos) << rlog;
   ASSERT_TRUE(fs::exists(root / "exp" / "exp.gguf")) << rlog;
   auto d = run_toy("describe " + (root / "exp" / "exp.gguf").string() + " --json");
@@ -108,7 +108,7 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
                                   " && ./build/my-arch train from-scratch --init-weights ex.gguf --data-ids ids.i32"
                                   " --context 8 --batch 2 --steps 3 --runs-dir runs --run-id r");
   ASSERT_EQ(ac, 0) << alog;
-  EXPECT_NE(alog.find("step 2: loss="), std::string::npos) << alog;
+  EXPECT_NE(alog.find("step 3: loss="), std::string::npos) << alog;
   EXPECT_EQ(fs::file_size(root / "my-arch" / "logits.f32"), size_t(5 * 512 * 4));
   const std::string card = read_text(root / "my-arch" / "card.md");
   EXPECT_NE(card.find("The `my_arch` architecture"), std::string::npos) << card;

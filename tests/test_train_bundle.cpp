@@ -45,7 +45,8 @@ std::string base_command(const TrainDir& d, const std::string& corpus) {
 TEST(TrainBundle, ResumeSealsARunKilledBeforeFinalGguf) {
   TrainDir d;
   const std::string base = base_command(d, write_corpus(d)) + " --steps 6 --eval-every 0 --checkpoint-every 3";
-  ASSERT_EQ(run_toy(base + " --run-id r").code, 0);
+  auto first = run_toy(base + " --run-id r");
+  ASSERT_EQ(first.code, 0) << first.err;
   // A kill after checkpoint 6 was written, before final.gguf and run_end.
   const fs::path run = d.dir / "runs/r";
   fs::remove(run / "weights/final.gguf");
@@ -59,6 +60,10 @@ TEST(TrainBundle, ResumeSealsARunKilledBeforeFinalGguf) {
   EXPECT_EQ(ev.back()["kind"], "run_end");
   EXPECT_EQ(ev.back()["reason"], "completed");
   EXPECT_EQ(ev.back()["final_step"], 6);
+  const auto lines = loss_lines(first.out);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines.back().rfind("step 6: ", 0), 0u);
+  EXPECT_NEAR(ev.back()["final_loss"].get<double>(), loss_of(lines.back()), 1e-6);  // the loss of step 6, from the log
   // Sealed now: another --resume without more --steps has nothing to do (usage error).
   auto again = run_toy("train --resume " + run.string() + " --no-progress");
   EXPECT_EQ(again.code, 2);
@@ -214,7 +219,7 @@ TEST(TrainBundle, CtrlCCheckpointsAndResumeIsBitIdentical) {
   char line[256];
   while (std::fgets(line, sizeof line, child.out)) {
     out += line;
-    if (std::string(line).rfind("step 3:", 0) == 0) break;
+    if (std::string(line).rfind("step 4:", 0) == 0) break;
   }
   // Paused mid-run, it holds the bundle: a second process may not train it.
   ASSERT_EQ(::kill(child.pid, SIGSTOP), 0);
@@ -239,6 +244,7 @@ TEST(TrainBundle, CtrlCCheckpointsAndResumeIsBitIdentical) {
   EXPECT_EQ(ev.back()["kind"], "run_end");
   EXPECT_EQ(ev.back()["reason"], "interrupted");
   EXPECT_EQ(ev.back()["final_step"], int64_t(n_done));
+  EXPECT_EQ(loss_lines(out).back().rfind("step " + std::to_string(n_done) + ": ", 0), 0u);
   EXPECT_EQ(ev.back()["exit_code"], 130);
   EXPECT_TRUE(fs::exists(run / "weights" / ("step-" + std::to_string(n_done) + ".gguf")));
 
@@ -285,4 +291,56 @@ TEST(TrainBundle, EventsValidateAgainstTheSchema) {
                                      << "\n";
   const std::string old = "python3 " + script + " " + schema + " " + d.path("old.jsonl") + " 2>/dev/null";
   EXPECT_NE(std::system(old.c_str()), 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// toy runs compare: two bundles side by side.
+
+TEST(TrainBundle, RunsCompareChartsAndSummarisesTwoRuns) {
+  TrainDir d;
+  const std::string base = base_command(d, write_corpus(d)) + " --eval-every 3";
+  auto a = run_toy(base + " --steps 6 --run-id a");
+  auto b = run_toy(base + " --steps 8 --lr 1e-2 --run-id b");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  auto r = run_toy("runs compare " + d.path("runs/a") + " " + d.path("runs/b/") + " -o " + d.path("ab.svg"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // One row per quantity, A's value then B's.
+  auto row = [&](const std::string& name) {
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(name + "  ", 0) == 0) {
+        std::istringstream words(line.substr(name.size()));
+        std::vector<std::string> w;
+        for (std::string x; words >> x;) w.push_back(x);
+        return w;
+      }
+    return std::vector<std::string>{};
+  };
+  EXPECT_EQ(row("run"), (std::vector<std::string>{"a", "b"})) << r.out;
+  EXPECT_EQ(row("steps"), (std::vector<std::string>{"6", "8"})) << r.out;
+  EXPECT_EQ(row("tokens"), (std::vector<std::string>{"384", "512"})) << r.out;  // steps · B 4 · T 16
+  EXPECT_EQ(row("ended"), (std::vector<std::string>{"completed", "completed"})) << r.out;
+  const auto final_loss = row("final loss");
+  ASSERT_EQ(final_loss.size(), 6u) << r.out;  // "X.XXXX (step N)" twice
+  EXPECT_NEAR(std::stod(final_loss[0]), loss_of(loss_lines(a.out).back()), 1e-4);
+  EXPECT_EQ(final_loss[2], "6)");
+  EXPECT_NEAR(std::stod(final_loss[3]), loss_of(loss_lines(b.out).back()), 1e-4);
+  EXPECT_EQ(row("best eval loss").size(), 6u) << r.out;
+  const std::string svg = read_text(d.path("ab.svg"));
+  for (const char* part :
+       {"<svg", "a: train loss (6 steps)", "b: train loss (8 steps)", "b: eval loss", "#d9730d", "</svg>"})
+    EXPECT_NE(svg.find(part), std::string::npos) << part;
+
+  // Not bundles: clear input errors, and no chart.
+  fs::create_directories(d.dir / "empty");
+  auto not_bundle = run_toy("runs compare " + d.path("runs/a") + " " + d.path("empty") + " -o " + d.path("x.svg"));
+  EXPECT_EQ(not_bundle.code, 3) << not_bundle.err;
+  EXPECT_NE(not_bundle.err.find("not a run bundle (no events.jsonl"), std::string::npos) << not_bundle.err;
+  auto missing = run_toy("runs compare " + d.path("nothing") + " " + d.path("runs/a") + " -o " + d.path("x.svg"));
+  EXPECT_EQ(missing.code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("no such directory"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(d.path("x.svg")));
+  EXPECT_EQ(run_toy("runs plot " + d.path("runs/a") + " " + d.path("runs/b")).code, 2);
+  EXPECT_EQ(run_toy("runs compare " + d.path("runs/a")).code, 2);
 }

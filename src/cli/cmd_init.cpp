@@ -11,7 +11,6 @@
 #include "toy/cards/card.h"
 #include "toy/io/file_type.h"
 #include "toy/io/progress.h"
-#include "toy/tensor/quant.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
@@ -114,11 +113,8 @@ int run(const Args& a) {
   Progress bar("init: " + std::string(ft->name), n_weights, Progress::Unit::Count, "weights");
   model->for_each_param([&](Tensor& t) {
     // As llama-quantize would write this file type (vectors stay F32).
-    const DType target = gguf::tensor_dtype(*ft, t.name(), t.shape(), int(shape.n_layer), shape.tied_output);
-    Tensor q = Tensor::empty(t.shape(), target);
-    quantize(target, t.data(), q.raw_mut(), t.numel());
-    converted.push_back(q);
-    writer.add_tensor(t.name(), q);
+    converted.push_back(gguf::to_file_dtype(*ft, t, int(shape.n_layer), shape.tied_output));
+    writer.add_tensor(t.name(), converted.back());
     bar.update(done += t.numel());
   });
   bar.finish();

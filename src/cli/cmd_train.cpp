@@ -31,8 +31,8 @@ std::string num(double v) {
 const TrainRunConfig kDefaults;
 
 // Settings a resumed run may change: they decide how long and how observed, not the numbers.
-const std::set<std::string> kResumable = {"steps",      "eval-every", "checkpoint-every",
-                                          "stop-after", "threads",    "eval-batches"};
+const std::set<std::string> kResumable = {"steps",      "log-every", "eval-every",  "checkpoint-every",
+                                          "stop-after", "threads",   "eval-batches"};
 // Flags that are not settings.
 const std::set<std::string> kNotSettings = {"resume", "untied", "no-progress"};
 
@@ -58,12 +58,15 @@ std::vector<Flag> flags() {
   const TrainRunConfig& d = kDefaults;
   return {
       // data
-      {"corpus", FlagType::Path, "", "UTF-8 text to train on (tokenized once; the last --eval-fraction held out)"},
+      {"corpus", FlagType::Path, "",
+       "UTF-8 text to train on (tokenized once; the last --eval-fraction held out); default, without --data-ids: "
+       "the built-in 200 KB of Tiny Shakespeare (public domain)"},
       {"tokenizer", FlagType::Path, "",
        "GGUF file whose tokenizer.ggml.* vocabulary to use (default: that of --init-weights, else byte-level: 260 "
        "tokens)"},
       {"data-ids", FlagType::Path, "",
-       "little-endian int32 token ids instead of --corpus: step s reads the s-th block of batch*(context+1) ids"},
+       "little-endian int32 token ids instead of --corpus: step N reads the N-th block of batch*grad-accum*(context+1) "
+       "ids"},
       {"eval-ids", FlagType::Path, "", "held-out int32 ids to evaluate on (with --data-ids)"},
       {"init-weights", FlagType::Path, "",
        "start from this GGUF model (its architecture and shapes) instead of random weights"},
@@ -92,7 +95,9 @@ std::vector<Flag> flags() {
       {"rms-eps", FlagType::Float, num(d.rms_eps), "RMSNorm epsilon"},
       // optimisation
       {"context", FlagType::Int, std::to_string(d.context), "tokens per training sequence T"},
-      {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B"},
+      {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B (per micro-batch with --grad-accum)"},
+      {"grad-accum", FlagType::Int, std::to_string(d.grad_accum),
+       "micro-batches of --batch sequences per update: the result of a batch N times larger, in 1/N of the memory"},
       {"steps", FlagType::Int, std::to_string(d.steps), "optimizer steps"},
       {"lr", FlagType::Float, num(d.lr), "peak learning rate"},
       {"schedule", FlagType::String, d.schedule,
@@ -105,7 +110,13 @@ std::vector<Flag> flags() {
       {"weight-decay", FlagType::Float, num(d.weight_decay), "AdamW decoupled weight decay, on 2-D weights only"},
       {"clip", FlagType::Float, num(d.clip), "clip the global gradient norm to this (0: no clipping)"},
       {"seed", FlagType::Int, std::to_string(d.seed), "seed of the initial weights and of batch sampling"},
+      // output
+      {"save-dtype", FlagType::String, d.save_dtype,
+       "write checkpoint models as this llama.cpp file type (F32, F16, BF16, Q8_0, Q4_0, Q6_K, Q4_K_M, ...; "
+       "the exact F32 weights then go into the .optim.gguf for --resume)"},
       // run
+      {"log-every", FlagType::Int, std::to_string(d.log_every),
+       "print the stdout `step N: loss=X` line every N steps (and the last step); events.jsonl has every step"},
       {"eval-every", FlagType::Int, std::to_string(d.eval_every),
        "evaluate on held-out data every N steps (0: only at the end)"},
       {"checkpoint-every", FlagType::Int, std::to_string(d.checkpoint_every),
@@ -149,7 +160,7 @@ int run(const Args& a) {
       if (!kResumable.count(f.name))
         throw UsageError("--" + f.name +
                          " cannot be changed when resuming (the run's config.json fixes it; resumable: --steps, "
-                         "--eval-every, --checkpoint-every, --stop-after, --threads, --eval-batches)");
+                         "--log-every, --eval-every, --checkpoint-every, --stop-after, --threads, --eval-batches)");
     }
     switch (f.type) {
       case FlagType::Int:
@@ -200,7 +211,8 @@ Registrar reg({
                      /*required=*/false}},
     .flags = flags(),
     .run = run,
-    .details = "prints `step N: loss=X` for every step (the loss before update N) and `eval N: val_loss=X` on stdout;\n"
+    .details = "prints `step N: loss=X` for every step (steps count from 1: the loss before update N) and\n"
+               "`eval N: val_loss=X` (after N updates) on stdout;\n"
                "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n"
                "Ctrl-C or SIGTERM ends the run after the step in flight with a checkpoint (exit 130; continue\n"
                "with --resume); a second one ends it at once.\n\n"

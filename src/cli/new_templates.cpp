@@ -85,9 +85,10 @@ int main(int argc, char** argv) try {
   TrainConfig train;
   train.schedule = {.kind = ScheduleKind::Cosine, .lr = cfg.at("lr"), .warmup = std::min<int64_t>(20, steps / 10), .total = steps};
   TrainEngine engine(*model, train);
-  for (int64_t s = 0; s < steps; ++s) {
-    const StepResult r = engine.step(make_batch(data.sample(s, B, T, seed), B, T));
-    if (s % log_every == 0 || s + 1 == steps) std::printf("step %lld: loss=%.4f lr=%.2e\n", (long long)s, r.loss, r.lr);
+  // Step n (from 1) is the n-th update; its loss is that of its batch before the update.
+  for (int64_t n = 1; n <= steps; ++n) {
+    const StepResult r = engine.step(make_batch(data.sample(n - 1, B, T, seed), B, T));
+    if (n == 1 || n % log_every == 0 || n == steps) std::printf("step %lld: loss=%.4f lr=%.2e\n", (long long)n, r.loss, r.lr);
   }
 
   double held_out = 0;

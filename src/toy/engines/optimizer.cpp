@@ -48,11 +48,12 @@ void AdamW::step(float lr) {
   }
 }
 
-void AdamW::save(gguf::GgufWriter& w) const {
+void AdamW::save(gguf::GgufWriter& w, bool weights) const {
   w.set("toy.optim.t", gguf::Value::of_u64(uint64_t(t_)));
   for (size_t i = 0; i < params_.size(); ++i) {
     w.add_tensor("optim.m." + params_[i].name(), m_[i]);
     w.add_tensor("optim.v." + params_[i].name(), v_[i]);
+    if (weights) w.add_tensor("optim.w." + params_[i].name(), params_[i]);
   }
 }
 
@@ -65,9 +66,11 @@ void AdamW::load(const gguf::GgufFile& f) {
                             to_string(dst.shape()));
     std::memcpy(dst.data_mut(), f.tensor_data(*ti), dst.nbytes());
   };
+  const bool weights = f.find_tensor("optim.w." + params_.at(0).name()) != nullptr;
   for (size_t i = 0; i < params_.size(); ++i) {
     read("optim.m." + params_[i].name(), m_[i]);
     read("optim.v." + params_[i].name(), v_[i]);
+    if (weights) read("optim.w." + params_[i].name(), params_[i]);
   }
 }
 
@@ -106,6 +109,11 @@ float clip_grad_norm(std::span<const Tensor> params, float max_norm, double norm
   const double coef = double(max_norm) / (norm + 1e-6);
   if (coef >= 1.0) return 1.0f;
   const float f = float(coef);
+  scale_grads(params, f);
+  return f;
+}
+
+void scale_grads(std::span<const Tensor> params, float f) {
   for (const Tensor& p : params) {
     Tensor g = p.grad();
     if (!g.defined()) continue;
@@ -114,7 +122,6 @@ float clip_grad_norm(std::span<const Tensor> params, float max_norm, double norm
       for (int64_t e = e0; e < e1; ++e) pg[e] *= f;
     });
   }
-  return f;
 }
 
 }  // namespace toy

@@ -39,9 +39,12 @@ class AdamW {
   int64_t steps() const { return t_; }  // updates done so far (t)
   const AdamWConfig& config() const { return c_; }
 
-  // The state as GGUF tensors `optim.m.<param>` and `optim.v.<param>` plus `toy.optim.t`.
-  void save(gguf::GgufWriter& w) const;
-  // Restores the state written by save(); throws gguf::GgufError on a missing or mis-shaped tensor.
+  // The state as GGUF tensors `optim.m.<param>` and `optim.v.<param>` plus `toy.optim.t`; with
+  // `weights`, also the F32 parameters themselves as `optim.w.<param>` (for a checkpoint whose
+  // model file is quantized: resuming needs the exact weights).
+  void save(gguf::GgufWriter& w, bool weights = false) const;
+  // Restores the state written by save(), and the parameters when the file has `optim.w.*`;
+  // throws gguf::GgufError on a missing or mis-shaped tensor.
   void load(const gguf::GgufFile& f);
 
   const std::vector<Tensor>& params() const { return params_; }
@@ -70,6 +73,9 @@ float lr_at(const Schedule& s, int64_t step);
 // sqrt(Σ g²) over every element of every gradient (missing gradients count as zero), summed in
 // double in a fixed order: independent of the thread count.
 double global_grad_norm(std::span<const Tensor> params);
+
+// Multiplies every gradient by f (elementwise: independent of the thread count).
+void scale_grads(std::span<const Tensor> params, float f);
 
 // torch.nn.utils.clip_grad_norm_: when norm > max_norm, scales every gradient by
 // max_norm / (norm + 1e-6). Returns the factor applied (1 when none). max_norm ≤ 0: no clipping.

@@ -1,4 +1,5 @@
-// engines/run_bundle.cpp — run ids, atomic files, checkpoint discovery and the SVG loss plot.
+// engines/run_bundle.cpp — run ids, atomic files, checkpoint discovery, reading a run's events and the
+// SVG loss plot.
 #include "toy/engines/run_bundle.h"
 
 #include <fcntl.h>
@@ -13,6 +14,9 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 #include "toy/engines/train_data.h"
@@ -195,22 +199,28 @@ std::vector<CurvePoint> smooth(std::span<const CurvePoint> p, size_t half) {
 
 }  // namespace
 
-std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const CurvePoint> eval_in,
-                     std::string_view title) {
+std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title) {
+  const LossCurves run{.name = "", .train = {train.begin(), train.end()}, .eval = {eval.begin(), eval.end()}};
+  return loss_svg(std::span<const LossCurves>(&run, 1), title);
+}
+
+std::string loss_svg(std::span<const LossCurves> runs_in, std::string_view title) {
   auto finite = [](std::span<const CurvePoint> in) {
     std::vector<CurvePoint> r;
     for (const CurvePoint& c : in)
       if (std::isfinite(c.loss) && std::isfinite(c.step)) r.push_back(c);
     return r;
   };
-  const std::vector<CurvePoint> train = finite(train_in), eval = finite(eval_in);
+  std::vector<LossCurves> runs;
+  for (const LossCurves& r : runs_in) runs.push_back({r.name, finite(r.train), finite(r.eval)});
   constexpr double W = 800, H = 480, L = 72, R = 24, T = 44, B = 56;  // canvas and margins
   constexpr double px0 = L, px1 = W - R, py0 = T, py1 = H - B;        // plot area
 
   double xmax = 1, ylo = INFINITY, yhi = -INFINITY;
-  for (const auto* s : {&train, &eval})
-    for (const CurvePoint& c : *s)
-      xmax = std::max(xmax, c.step), ylo = std::min(ylo, c.loss), yhi = std::max(yhi, c.loss);
+  for (const LossCurves& r : runs)
+    for (const auto* s : {&r.train, &r.eval})
+      for (const CurvePoint& c : *s)
+        xmax = std::max(xmax, c.step), ylo = std::min(ylo, c.loss), yhi = std::max(yhi, c.loss);
   if (!std::isfinite(ylo)) ylo = 0, yhi = 1;
   const double pad = std::max(0.05 * (yhi - ylo), 1e-3);
   Axis ax = nice_axis(0, xmax, 8), ay = nice_axis(ylo - pad, yhi + pad, 6);
@@ -247,34 +257,94 @@ std::string loss_svg(std::span<const CurvePoint> train_in, std::span<const Curve
   s += "<text x=\"18\" y=\"" + num((py0 + py1) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " +
        num((py0 + py1) / 2) + ")\">loss (cross-entropy, nats/token)</text>\n";
 
-  auto polyline = [&](const std::vector<CurvePoint>& p, const char* color, double width) {
+  auto polyline = [&](const std::vector<CurvePoint>& p, const char* color, double width, const char* dash = nullptr) {
     if (p.empty()) return;
-    s += "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"" + num(width) + "\" points=\"";
+    s += "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"" + num(width) + "\"" +
+         (dash ? " stroke-dasharray=\"" + std::string(dash) + "\"" : std::string()) + " points=\"";
     for (const CurvePoint& c : p) s += num(X(c.step)) + "," + num(Y(c.loss)) + " ";
     s += "\"/>\n";
   };
-  const std::vector<CurvePoint> raw = downsample(train, 1600);
-  polyline(raw, "#a6cbe6", 1);
-  if (raw.size() >= 20) polyline(smooth(raw, std::clamp<size_t>(raw.size() / 80, 1, 50)), "#1f5fa8", 2);
-  polyline(eval, "#d62728", 2);
-  for (const CurvePoint& c : eval)
-    s += "<circle cx=\"" + num(X(c.step)) + "\" cy=\"" + num(Y(c.loss)) + "\" r=\"3\" fill=\"#d62728\"/>\n";
+  // Per run: the raw training loss (light), its moving average (dark), the eval loss (markers).
+  struct Colors {
+    const char *raw, *mean, *eval;
+  };
+  constexpr Colors kColors[] = {{"#a6cbe6", "#1f5fa8", "#d62728"}, {"#f7c59f", "#d9730d", "#6a3d9a"}};
+  struct LegendEntry {
+    const char* color;
+    std::string text;
+  };
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Colors& c = kColors[i % std::size(kColors)];
+    const std::vector<CurvePoint> raw = downsample(runs[i].train, 1600);
+    polyline(raw, c.raw, 1);
+    if (raw.size() >= 20) polyline(smooth(raw, std::clamp<size_t>(raw.size() / 80, 1, 50)), c.mean, 2);
+    polyline(runs[i].eval, c.eval, 2, runs.size() > 1 ? "6 3" : nullptr);
+    for (const CurvePoint& p : runs[i].eval)
+      s += "<circle cx=\"" + num(X(p.step)) + "\" cy=\"" + num(Y(p.loss)) + "\" r=\"3\" fill=\"" + c.eval + "\"/>\n";
+    const std::string name = runs[i].name.size() > 28 ? runs[i].name.substr(0, 27) + "…" : runs[i].name;
+    const std::string prefix = name.empty() ? "" : name + ": ";
+    legend.push_back({c.mean, prefix + "train loss (" + std::to_string(runs[i].train.size()) + " steps)"});
+    if (!runs[i].eval.empty()) legend.push_back({c.eval, prefix + "eval loss (held out)"});
+  }
 
   // Legend (top right).
-  const double lx = px1 - 190, ly = py0 + 10;
-  s += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" width=\"180\" height=\"" + num(eval.empty() ? 28 : 46) +
-       "\" fill=\"white\" stroke=\"#bbbbbb\"/>\n";
-  s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 14) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(ly + 14) +
-       "\" stroke=\"#1f5fa8\" stroke-width=\"2\"/>\n";
-  s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 18) + "\">train loss (" + std::to_string(train.size()) +
-       " steps)</text>\n";
-  if (!eval.empty()) {
-    s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(ly + 32) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" +
-         num(ly + 32) + "\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
-    s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 36) + "\">eval loss (held out)</text>\n";
+  const double lw = runs.size() > 1 ? 330 : 180, lx = px1 - lw - 10, ly = py0 + 10;
+  s += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" width=\"" + num(lw) + "\" height=\"" +
+       num(10 + 18 * double(legend.size())) + "\" fill=\"white\" stroke=\"#bbbbbb\"/>\n";
+  for (size_t i = 0; i < legend.size(); ++i) {
+    const double y = ly + 14 + 18 * double(i);
+    s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(y) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(y) +
+         "\" stroke=\"" + legend[i].color + "\" stroke-width=\"2\"/>\n";
+    s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(y + 4) + "\">" + xml_escape(legend[i].text) + "</text>\n";
   }
   s += "</svg>\n";
   return s;
+}
+
+RunLog read_run_log(const std::string& run_dir) {
+  if (!fs::is_directory(run_dir)) throw DataError(run_dir + ": no such directory");
+  const fs::path events = fs::path(run_dir) / "events.jsonl";
+  if (!fs::is_regular_file(events))
+    throw DataError(run_dir + ": not a run bundle (no events.jsonl; toy train writes one in runs/<id>/)");
+  RunLog log;
+  std::map<int64_t, double> train, eval, seconds;
+  std::map<int64_t, int64_t> tokens;
+  std::istringstream in(read_file(events.string()));
+  for (std::string line; std::getline(in, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!e.is_object() || !e.contains("kind") || !e["kind"].is_string()) continue;
+    const std::string kind = e["kind"];
+    const bool has_step = e.contains("step") && e["step"].is_number_integer();
+    const bool has_loss = e.contains("loss") && e["loss"].is_number();
+    if (kind == "run_start") {
+      if (log.run_id.empty() && e.contains("run_id") && e["run_id"].is_string()) log.run_id = e["run_id"];
+      const auto& m = e.contains("model") && e["model"].is_object() ? e["model"] : nlohmann::json::object();
+      if (m.contains("arch") && m["arch"].is_string() && e.contains("parameters") && e["parameters"].is_number())
+        log.model =
+            m["arch"].get<std::string>() + ", " + std::to_string(e["parameters"].get<int64_t>()) + " parameters";
+      log.end_reason.clear();
+    } else if (kind == "step" && has_step && has_loss) {
+      const int64_t s = e["step"];
+      train[s] = e["loss"];
+      if (e.contains("wall_us") && e["wall_us"].is_number()) seconds[s] = e["wall_us"].get<double>() * 1e-6;
+      if (e.contains("tokens") && e["tokens"].is_number_integer()) tokens[s] = e["tokens"];
+    } else if (kind == "eval" && has_step && has_loss) {
+      eval[e["step"].get<int64_t>()] = e["loss"];
+    } else if (kind == "run_end" && e.contains("reason") && e["reason"].is_string()) {
+      log.end_reason = e["reason"];
+    }
+  }
+  if (log.run_id.empty()) {
+    fs::path dir = fs::path(run_dir).lexically_normal();
+    if (dir.filename().empty()) dir = dir.parent_path();  // "runs/a/"
+    log.run_id = dir.filename().string();
+  }
+  for (auto [s, l] : train) log.train.push_back({double(s), l});
+  for (auto [s, l] : eval) log.eval.push_back({double(s), l});
+  for (auto [s, t] : seconds) log.train_seconds += t;
+  if (!tokens.empty()) log.tokens = tokens.rbegin()->second;
+  return log;
 }
 
 }  // namespace toy

@@ -71,4 +71,27 @@ struct CurvePoint {
 // eval losses as a line with markers, axes with ticks, axis labels, a title and a legend.
 std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title);
 
+// The curves of one run, for a chart of several (`toy runs compare`).
+struct LossCurves {
+  std::string name;  // legend prefix, e.g. the run id ("" for a single run)
+  std::vector<CurvePoint> train, eval;
+};
+// The same chart with every run's curves on common axes, each run in its own colours (eval
+// lines dashed when there are several runs).
+std::string loss_svg(std::span<const LossCurves> runs, std::string_view title);
+
+// What a bundle's events.jsonl says about a run (docs/events.md): every invocation's events, a
+// step logged twice (after a kill and --resume) counted once, its later record winning.
+struct RunLog {
+  std::string run_id;                   // of the first run_start (else the directory name)
+  std::string model;                    // "llama, 1003648 parameters" ("" when unknown)
+  std::vector<CurvePoint> train, eval;  // by step
+  int64_t tokens = 0;                   // training tokens of the last step (its `tokens`)
+  double train_seconds = 0;             // Σ the steps' wall_us, in seconds
+  std::string end_reason;               // of the last run_end; "" when the last invocation wrote none
+};
+// Reads `<run_dir>/events.jsonl`. Lines that are not JSON objects (a torn last line) are
+// skipped. Throws DataError when run_dir is not a directory or has no events.jsonl.
+RunLog read_run_log(const std::string& run_dir);
+
 }  // namespace toy

@@ -1,6 +1,7 @@
 // engines/train.cpp — the training step and checkpoint writing.
 #include "toy/engines/train.h"
 
+#include "toy/io/file_type.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tokenizer/tokenizer.h"
 
@@ -46,9 +47,27 @@ Tensor TrainEngine::loss_of(const Batch& b) const {
 
 double TrainEngine::forward_backward(const Batch& b) {
   for (Tensor& p : params_) p.zero_grad();
-  Tensor loss = loss_of(b);
-  loss.backward();
-  return loss.item();
+  const int64_t N = c_.grad_accum;
+  if (N == 1) {
+    Tensor loss = loss_of(b);
+    loss.backward();
+    return loss.item();
+  }
+  auto [B, T] = b.tokens.dims<2>("train: tokens");
+  if (N < 1 || B % N != 0)
+    throw ShapeError("train: " + std::to_string(B) + " sequences do not split into grad_accum = " + std::to_string(N) +
+                     " micro-batches");
+  const int64_t Bm = B / N;  // sequences per micro-batch
+  double sum = 0;
+  for (int64_t k = 0; k < N; ++k) {
+    const Batch micro{b.tokens.row_slice(k * Bm, (k + 1) * Bm),            // [Bm, T]
+                      b.targets.row_slice(k * Bm * T, (k + 1) * Bm * T)};  // [Bm·T]
+    Tensor loss = loss_of(micro);
+    loss.backward();  // adds into each parameter's gradient
+    sum += loss.item();
+  }
+  scale_grads(params_, float(1.0 / double(N)));  // Σ_k ∇mean_k / N = ∇ of the mean over all B·T targets
+  return sum / double(N);
 }
 
 StepResult TrainEngine::step(const Batch& b) {
@@ -67,18 +86,32 @@ double TrainEngine::evaluate(const Batch& b) const {
   return loss_of(b).item();
 }
 
-void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name) {
+void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name,
+                      const ModelFileOptions& o) {
+  const auto ft = gguf::file_type(o.file_type);
+  if (!ft)
+    throw std::invalid_argument("file type " + std::string(o.file_type) + " cannot be written (" +
+                                std::string(gguf::file_type_names()) + ")");
   gguf::GgufWriter w;
   m.write_metadata(w);  // general.architecture first, then <arch>.*
   w.set("general.name", gguf::Value::of_string(name));
-  w.set("general.file_type", gguf::Value::of_u32(0));  // LLAMA_FTYPE_ALL_F32
+  w.set("general.file_type", gguf::Value::of_u32(ft->general_file_type));  // 0: LLAMA_FTYPE_ALL_F32
+  for (const auto& [k, v] : o.metadata) w.set(k, v);
   if (tok) tok->write_gguf(w);
-  m.for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
+  std::vector<Tensor> written;  // converted copies live until the write
+  bool quantized = false;
+  const ModelConfig& mc = m.config();
+  m.for_each_param([&](Tensor& t) {
+    written.push_back(gguf::to_file_dtype(*ft, t, int(mc.n_layer), mc.tied_output));
+    quantized = quantized || info(written.back().dtype()).quantized;
+    w.add_tensor(t.name(), written.back());
+  });
+  if (quantized) w.set("general.quantization_version", gguf::Value::of_u32(2));  // as llama-quantize writes
   w.write(path);
 }
 
 void write_optimizer_gguf(const AdamW& opt, const std::string& path,
-                          const std::vector<std::pair<std::string, gguf::Value>>& extra) {
+                          const std::vector<std::pair<std::string, gguf::Value>>& extra, bool weights) {
   gguf::GgufWriter w;
   w.set("general.architecture", gguf::Value::of_string("toy.optimizer"));
   w.set("toy.optim.name", gguf::Value::of_string("adamw"));
@@ -87,7 +120,7 @@ void write_optimizer_gguf(const AdamW& opt, const std::string& path,
   w.set("toy.optim.eps", gguf::Value::of_f32(opt.config().eps));
   w.set("toy.optim.weight_decay", gguf::Value::of_f32(opt.config().weight_decay));
   for (const auto& [k, v] : extra) w.set(k, v);
-  opt.save(w);
+  opt.save(w, weights);
   w.write(path);
 }
 

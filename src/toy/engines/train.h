@@ -8,6 +8,12 @@
 //   loss   = cross_entropy(logits.reshape([B·T, V]), targets) scalar, mean over B·T targets
 //   loss.backward();  clip(global_norm);  AdamW(lr_at(schedule, step))
 //
+// Gradient accumulation (grad_accum = N): the batch's B rows are split into N micro-batches of
+// B/N rows, each forward + backward adds its gradient of its own mean loss, and the sum is
+// scaled by 1/N: the mean over all B·T targets, as one batch of B rows, with 1/N of the
+// activation memory. Not bit-identical to the single batch (the weight gradients are summed per
+// micro-batch first, a different float rounding order), the same within float rounding.
+//
 // Not here: where batches come from (train_data.h), run bundles and the loop that drives steps
 // (recipes/). Everything here is deterministic: the same model, batches and config give the same
 // bits, whatever the thread count (the kernels reduce in a fixed order).
@@ -16,6 +22,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,9 +44,10 @@ struct Batch {
 Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T);
 
 struct TrainConfig {
-  Schedule schedule;  // learning rate: peak, warm-up, cosine or constant
-  AdamWConfig adamw;  // betas, eps, weight decay
-  float clip = 1.0f;  // max global gradient norm; 0 disables clipping
+  Schedule schedule;       // learning rate: peak, warm-up, cosine or constant
+  AdamWConfig adamw;       // betas, eps, weight decay
+  float clip = 1.0f;       // max global gradient norm; 0 disables clipping
+  int64_t grad_accum = 1;  // micro-batches per update; must divide the batch's rows
 };
 
 struct StepResult {
@@ -62,7 +70,8 @@ class TrainEngine {
   // a frozen base); `m` itself is left as it is.
   TrainEngine(Model& m, TrainConfig c, std::vector<Tensor> params);
 
-  // Forward, loss and backward: leaves fresh gradients on params() and returns the loss.
+  // Forward, loss and backward (per micro-batch with grad_accum): leaves fresh gradients of the
+  // mean loss over all of b's targets on params() and returns that loss.
   double forward_backward(const Batch& b);
   // forward_backward, then clipping and one AdamW update at lr_at(schedule, steps()).
   StepResult step(const Batch& b);
@@ -83,15 +92,24 @@ class TrainEngine {
   AdamW opt_;
 };
 
+struct ModelFileOptions {
+  std::string_view file_type = "F32";  // a llama.cpp file type (io/file_type.h): "F16", "Q8_0", "Q4_K_M", …
+  std::vector<std::pair<std::string, gguf::Value>> metadata;  // more keys (general.base_model.*, …)
+};
+
 // Writes the model as a standard GGUF: its metadata (general.architecture, <arch>.* hyper-
-// parameters), `general.name`, the tokenizer's `tokenizer.ggml.*` keys when one is given, and
-// every parameter as F32 under its GGUF name. Atomic (tmp + rename). No optimizer state: the
-// file is what llama.cpp and `toy infer` load.
-void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name);
+// parameters), `general.name`, general.file_type, the tokenizer's `tokenizer.ggml.*` keys when
+// one is given, o.metadata, and every parameter under its GGUF name, in the dtype the file type
+// gives it (F32 by default; 1-D tensors always F32). Atomic (tmp + rename). No optimizer state:
+// the file is what llama.cpp and `toy infer` load. Throws std::invalid_argument for an unknown
+// file type.
+void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name,
+                      const ModelFileOptions& o = {});
 
 // The optimizer state beside a checkpoint (`step-N.optim.gguf`): AdamW's m, v and t, plus the
-// caller's keys (the data position, the seed, ...). Atomic.
+// caller's keys (the data position, the seed, ...), and with `weights` the F32 parameters (when
+// the model file is quantized). Atomic.
 void write_optimizer_gguf(const AdamW& opt, const std::string& path,
-                          const std::vector<std::pair<std::string, gguf::Value>>& extra);
+                          const std::vector<std::pair<std::string, gguf::Value>>& extra, bool weights = false);
 
 }  // namespace toy

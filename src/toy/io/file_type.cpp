@@ -8,8 +8,10 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <string>
 
+#include "toy/io/gguf.h"
 #include "toy/tensor/quant.h"
 
 namespace toy::gguf {
@@ -88,18 +90,65 @@ DType tensor_dtype(const FileType& ft, std::string_view name, const std::vector<
   if (shape.size() < 2) return DType::F32;
   const int64_t row = shape.back();
   DType t = ft.base;
-  if (ft.mix) {
+  if (info(ft.base).quantized) {  // llama-quantize applies its rules only to block types
     int layer = -1;
     std::sscanf(std::string(name).c_str(), "blk.%d.", &layer);
+    const bool q4_k_s = ft.base == DType::Q4_K && !ft.mix;
     if (name == "output.weight" || (tied && name == "token_embd.weight"))
-      t = row % QK_K == 0 ? DType::Q6_K : DType::Q8_0;
-    else if ((contains(name, "attn_v.weight") || contains(name, "ffn_down")) && use_more_bits(layer, n_layer))
-      t = DType::Q6_K;
-    else if (contains(name, "attn_qkv.weight"))
+      t = row % QK_K != 0 || ft.base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;  // every type but Q8_0
+    else if (contains(name, "attn_v.weight") || contains(name, "ffn_down")) {
+      const bool ffn_down = contains(name, "ffn_down");
+      if (ft.mix && use_more_bits(layer, n_layer))
+        t = DType::Q6_K;
+      else if (q4_k_s && (ffn_down ? layer < n_layer / 8 : layer < 4))
+        t = DType::Q5_K;
+    } else if (ft.mix && contains(name, "attn_qkv.weight"))
       t = ft.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
   }
   if (row % info(t).block_size != 0) t = fallback(t);
   return row % info(t).block_size == 0 ? t : DType::F32;
+}
+
+Tensor to_file_dtype(const FileType& ft, const Tensor& t, int n_layer, bool tied) {
+  const DType d = t.dtype();
+  if (d == DType::I8 || d == DType::I16 || d == DType::I32 || d == DType::I64) return t;  // ids, not weights
+  const DType target = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied);
+  if (d == target) return t;
+  if (!dtype_supported(d)) throw std::invalid_argument(t.name() + ": toy cannot decode " + std::string(info(d).name));
+  if (!can_quantize(target))
+    throw std::invalid_argument(t.name() + ": toy cannot write " + std::string(info(target).name));
+  const Tensor values = t.dtype() == DType::F32 ? t : t.clone();  // F32 (decodes F16, BF16 and blocks)
+  Tensor q = Tensor::empty(t.shape(), target);
+  quantize(target, values.data(), q.raw_mut(), t.numel());
+  q.set_name(t.name());
+  return q;
+}
+
+void quantize_file(const GgufFile& in, const FileType& ft, const std::string& out,
+                   const std::function<void(const QuantizeStep&)>& progress) {
+  const std::string arch = in.architecture();
+  const int n_layer = int(in.opt_int(arch + ".block_count").value_or(0));
+  const bool tied = in.find_tensor("output.weight") == nullptr;
+  GgufWriter w;
+  for (const auto& [key, value] : in.metadata()) w.set(key, value);
+  w.set("general.file_type", Value::of_u32(ft.general_file_type));
+  std::vector<Tensor> written;  // keeps converted tensors (and views of `in`) alive until the write
+  written.reserve(in.tensors().size());
+  bool quantized = false;
+  for (const TensorInfo& info_in : in.tensors()) {
+    Tensor t = in.tensor(info_in).set_name(info_in.name);
+    const DType to = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied);
+    if (progress) progress({written.size() + 1, in.tensors().size(), info_in.name, t.dtype(), to});
+    try {
+      written.push_back(to_file_dtype(ft, t, n_layer, tied));
+    } catch (const std::invalid_argument& e) {
+      throw GgufError(in.path() + ": " + e.what());
+    }
+    quantized = quantized || info(written.back().dtype()).quantized;
+    w.add_tensor(info_in.name, written.back());
+  }
+  if (quantized) w.set("general.quantization_version", Value::of_u32(2));  // GGML_QNT_VERSION
+  w.write(out);
 }
 
 }  // namespace toy::gguf

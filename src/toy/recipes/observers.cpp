@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <map>
-#include <sstream>
+#include <optional>
 
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
+#include "toy/io/file_type.h"
 #include "toy/io/progress.h"
 #include "toy/kernels/kernels.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -56,13 +56,18 @@ void read_curves(const std::string& path, int64_t resume_step, std::vector<Curve
 // Writes checkpoint `step` of a run: the optimizer state first, then the model (a checkpoint
 // counts for --resume once both exist); drops the optimizer state of the previous checkpoint;
 // links weights/final.gguf to the last one.
-Checkpoint write_checkpoint(TrainEngine& engine, const Tokenizer* tok, const std::string& run_dir, int64_t step,
-                            const TrainRunConfig& c, int64_t prev_step, bool final) {
+// A model file in --save-dtype other than F32 does not hold the exact weights: the optimizer
+// state then carries them, so --resume continues bit for bit.
+Checkpoint write_checkpoint(Trainer& t, int64_t step, int64_t prev_step, bool final) {
+  const TrainRunConfig& c = t.config();
+  const std::string& run_dir = t.run_dir();
   const Checkpoint k{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
   write_optimizer_gguf(
-      engine.optimizer(), k.optimizer,
-      {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}});
-  write_model_gguf(engine.model(), tok, k.model, "toy-" + c.recipe);
+      t.engine().optimizer(), k.optimizer,
+      {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}},
+      /*weights=*/gguf::file_type(c.save_dtype)->base != DType::F32);
+  write_model_gguf(t.engine().model(), t.tokenizer(), k.model, t.model_name(),
+                   {.file_type = c.save_dtype, .metadata = t.lineage()});
   std::error_code ec;
   if (prev_step > 0 && prev_step != step) fs::remove(checkpoint_optimizer_path(run_dir, prev_step), ec);
   if (final) link_final(run_dir, k.model);
@@ -83,29 +88,41 @@ class Console : public Observer {
     const ModelConfig& mc = t.engine().model().config();
     std::fprintf(io.err,
                  "%s %s: %lld parameters (d_model %lld, %lld layers, %lld/%lld heads, d_ff %lld, vocab %lld), B %lld x "
-                 "T %lld, steps %lld..%lld\n",
+                 "T %lld%s, steps %lld..%lld\n",
                  t.resuming() ? "resuming" : "run", t.run_dir().c_str(), (long long)t.n_params(), (long long)mc.d_model,
                  (long long)mc.n_layer, (long long)mc.n_head, (long long)mc.n_kv_head, (long long)mc.d_ff,
-                 (long long)mc.n_vocab, (long long)c.batch, (long long)c.context, (long long)t.start(),
-                 (long long)t.end());
+                 (long long)mc.n_vocab, (long long)c.batch, (long long)c.context,
+                 c.grad_accum > 1 ? (" x " + std::to_string(c.grad_accum) + " accumulated").c_str() : "",
+                 (long long)t.start(), (long long)t.end());
     t_start_ = Clock::now();
   }
+  // The `step N` line at multiples of --log-every and at the end of the invocation (where a
+  // stop request, seen only before the next step, ends it: at()/on_end() print what is held back).
+  void at(Trainer& t, int64_t s) override {
+    if (s >= t.end()) print_held_step(t);
+  }
   void on_step(Trainer& t, const StepReport& r) override {
-    print_line(t, "step %lld: loss=%.9g\n", r.step, r.result.loss);
-    const int64_t s = r.step, BT = t.config().batch * t.config().context;
+    held_.reset();
+    if (r.step % t.config().log_every == 0 || r.step == t.end())
+      print_line(t, "step %lld: loss=%.9g\n", r.step, r.result.loss);
+    else
+      held_ = r;
+    const int64_t s = r.step, step_tokens = tokens_per_step(t.config());
     const double elapsed = std::chrono::duration<double>(Clock::now() - t_start_).count();
-    const double done = double(s + 1 - t.start());
+    const double done = double(s - t.start());
     char extra[64];
-    std::snprintf(extra, sizeof extra, "loss %.4f  %.1fk tok/s", r.result.loss, done * double(BT) / elapsed / 1000);
-    bar_->update(s + 1, extra);
+    std::snprintf(extra, sizeof extra, "loss %.4f  %.1fk tok/s", r.result.loss,
+                  done * double(step_tokens) / elapsed / 1000);
+    bar_->update(s, extra);
   }
   void on_eval(Trainer& t, const EvalReport& r) override {
     print_line(t, "eval %lld: val_loss=%.9g\n", r.step, r.loss);
   }
   void on_end(Trainer& t, const EndReport& e) override {
+    print_held_step(t);  // a diverged step not on a --log-every multiple
     bar_->finish();
     if (e.reason == EndReason::Diverged) return;  // the caller reports the exception
-    const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
+    const int64_t tokens = e.steps_run * tokens_per_step(t.config());
     std::fprintf(t.io().err, "%s %lld steps (%lld tokens) in %s, %.0f tok/s; last loss %.4f%s; bundle %s\n",
                  e.reason == EndReason::Completed     ? "trained"
                  : e.reason == EndReason::Interrupted ? "interrupted after"
@@ -126,9 +143,14 @@ class Console : public Observer {
     std::fprintf(t.io().out, fmt, (long long)s, v);
     std::fflush(t.io().out);
   }
+  void print_held_step(Trainer& t) {
+    if (held_) print_line(t, "step %lld: loss=%.9g\n", held_->step, held_->result.loss);
+    held_.reset();
+  }
   std::unique_ptr<Progress> bar_;
   bool shares_terminal_ = false;
   Clock::time_point t_start_{};
+  std::optional<StepReport> held_;  // the last step, when its line was not printed
 };
 
 // The seeds' toy/v1 names first (docs/events.md), then toy's additions.
@@ -143,9 +165,9 @@ class EventFile : public Observer {
                       {"run_id", fs::path(t.run_dir()).filename().string()},
                       {"phase", c.recipe}};
     e.update(provenance());
-    e["model"] = {{"arch", mc.arch},       {"name", "toy-" + c.recipe}, {"vocab", mc.n_vocab},
-                  {"d_model", mc.d_model}, {"n_layers", mc.n_layer},    {"n_heads", mc.n_head},
-                  {"n_kv", mc.n_kv_head},  {"d_head", mc.d_head},       {"d_ff", mc.d_ff}};
+    e["model"] = {{"arch", mc.arch},       {"name", t.model_name()}, {"vocab", mc.n_vocab},
+                  {"d_model", mc.d_model}, {"n_layers", mc.n_layer}, {"n_heads", mc.n_head},
+                  {"n_kv", mc.n_kv_head},  {"d_head", mc.d_head},    {"d_ff", mc.d_ff}};
     e["config"] = to_json(c);
     e["recipe"] = c.recipe;
     e["toy_version"] = TOY_VERSION;
@@ -157,16 +179,16 @@ class EventFile : public Observer {
   }
   void on_step(Trainer& t, const StepReport& r) override {
     if (!std::isfinite(r.result.loss)) return;  // run_end says "diverged"
-    const int64_t BT = t.config().batch * t.config().context;
+    const int64_t step_tokens = tokens_per_step(t.config());
     log_.emit("step", {{"phase", t.config().recipe},
                        {"step", r.step},
                        {"loss", r.result.loss},
                        {"lr", r.result.lr},
-                       {"tokens", (r.step + 1) * BT},
+                       {"tokens", r.step * step_tokens},
                        {"wall_us", micros(r.seconds)},
                        {"grad_norm", r.result.grad_norm},
                        {"clip_scale", r.result.clip_scale},
-                       {"tokens_per_s", double(BT) / r.seconds}});
+                       {"tokens_per_s", double(step_tokens) / r.seconds}});
   }
   void on_eval(Trainer&, const EvalReport& r) override {
     log_.emit("eval", {{"step", r.step}, {"loss", r.loss}, {"batches", r.batches}, {"wall_us", micros(r.seconds)}});
@@ -184,7 +206,7 @@ class EventFile : public Observer {
                         {"final_loss", e.loss},  // NaN (no step run, diverged) is written as null
                         {"exit_code", exit_code(e.reason)}};
     if (e.reason != EndReason::Diverged) {
-      const int64_t tokens = e.steps_run * t.config().batch * t.config().context;
+      const int64_t tokens = e.steps_run * tokens_per_step(t.config());
       end["eval_loss"] = e.eval_loss >= 0 ? ordered_json(e.eval_loss) : ordered_json(nullptr);
       end["wall_us"] = micros(e.seconds);
       end["tokens_per_s"] = double(tokens) / e.seconds;
@@ -201,7 +223,13 @@ class EventFile : public Observer {
 class LossPlot : public Observer {
  public:
   void on_start(Trainer& t) override {
-    if (t.resuming()) read_curves(t.events_path(), t.start(), train_, eval_);
+    if (t.resuming() && fs::exists(t.events_path())) {  // the curves up to the checkpoint resumed from
+      const RunLog log = read_run_log(t.run_dir());
+      for (const CurvePoint& c : log.train)
+        if (c.step <= double(t.start())) train_.push_back(c);
+      for (const CurvePoint& c : log.eval)
+        if (c.step <= double(t.start())) eval_.push_back(c);
+    }
     title_ = fs::path(t.run_dir()).filename().string() + ": " + std::to_string(t.n_params()) + " parameters";
   }
   void on_step(Trainer&, const StepReport& r) override { train_.push_back({double(r.step), r.result.loss}); }
@@ -246,7 +274,7 @@ class Checkpointer : public Observer {
   void at(Trainer& t, int64_t s) override {
     const TrainRunConfig& c = t.config();
     if (s <= t.start() || (s != t.end() && (c.checkpoint_every == 0 || s % c.checkpoint_every != 0))) return;
-    const Checkpoint saved = write_checkpoint(t.engine(), t.tokenizer(), t.run_dir(), s, c, prev_, s == c.steps);
+    const Checkpoint saved = write_checkpoint(t, s, prev_, s == c.steps);
     prev_ = s;
     t.report(CheckpointReport{saved});
   }

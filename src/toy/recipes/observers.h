@@ -1,6 +1,7 @@
 // recipes/observers.h — L5: what a training run reports and saves, each an Observer of the
 // Trainer (trainer.h). add_standard_observers() adds them all, in this order:
-//   Console     stdout `step s: loss=X` / `eval s: val_loss=X`, the progress bar and summaries on stderr
+//   Console     stdout `step N: loss=X` (every --log-every) / `eval N: val_loss=X`, the progress bar
+//               and summaries on stderr
 //   EventFile   events.jsonl (engines/events.h, docs/events.md)
 //   LossPlot    loss.svg, redrawn after each evaluation and checkpoint and at the end
 //   Evaluator   the held-out loss at every multiple of eval_every and at `steps`

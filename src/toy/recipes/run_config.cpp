@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "toy/engines/train_data.h"
+#include "toy/io/file_type.h"
 
 namespace toy::recipes {
 
@@ -27,10 +28,12 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
   f("alpha", c.alpha), f("dropout", c.dropout);
   f("init-weights", c.init_weights), f("eval-fraction", c.eval_fraction), f("eval-batches", c.eval_batches);
-  f("context", c.context), f("batch", c.batch), f("steps", c.steps), f("lr", c.lr), f("schedule", c.schedule);
+  f("context", c.context), f("batch", c.batch), f("grad-accum", c.grad_accum), f("steps", c.steps), f("lr", c.lr),
+      f("schedule", c.schedule);
   f("warmup", c.warmup), f("min-lr-ratio", c.min_lr_ratio), f("beta1", c.beta1), f("beta2", c.beta2), f("eps", c.eps);
-  f("weight-decay", c.weight_decay), f("clip", c.clip), f("seed", c.seed);
-  f("eval-every", c.eval_every), f("checkpoint-every", c.checkpoint_every), f("stop-after", c.stop_after);
+  f("weight-decay", c.weight_decay), f("clip", c.clip), f("seed", c.seed), f("save-dtype", c.save_dtype);
+  f("log-every", c.log_every), f("eval-every", c.eval_every), f("checkpoint-every", c.checkpoint_every),
+      f("stop-after", c.stop_after);
   f("threads", c.threads), f("runs-dir", c.runs_dir), f("run-id", c.run_id);
 }
 
@@ -135,7 +138,6 @@ void validate(const TrainRunConfig& c) {
     if (!ok) throw ConfigError(what);
   };
   constexpr int64_t kBig = int64_t(1) << 20;
-  need(!c.corpus.empty() || !c.data_ids.empty(), "give a text corpus (--corpus FILE) or token ids (--data-ids FILE)");
   need(c.corpus.empty() || c.data_ids.empty(), "--corpus and --data-ids cannot be combined");
   need(c.eval_ids.empty() || !c.data_ids.empty(), "--eval-ids goes with --data-ids");
   if (c.init_weights.empty()) {
@@ -155,6 +157,8 @@ void validate(const TrainRunConfig& c) {
   }
   need(c.context >= 1 && c.context <= kBig, "--context must be in [1, 2^20], got " + std::to_string(c.context));
   need(c.batch >= 1 && c.batch <= kBig, "--batch must be in [1, 2^20], got " + std::to_string(c.batch));
+  need(c.grad_accum >= 1 && c.grad_accum <= kBig / c.batch,
+       "--grad-accum must be in [1, 2^20 / batch], got " + std::to_string(c.grad_accum));
   need(c.steps >= 1, "--steps must be at least 1, got " + std::to_string(c.steps));
   need(c.lr > 0 && std::isfinite(c.lr), "--lr must be positive, got " + std::to_string(c.lr));
   need(c.schedule == "cosine" || c.schedule == "constant",
@@ -168,9 +172,12 @@ void validate(const TrainRunConfig& c) {
   need(c.clip >= 0 && std::isfinite(c.clip), "--clip must be ≥ 0 (0 disables clipping)");
   need(c.eval_fraction >= 0 && c.eval_fraction <= 0.5, "--eval-fraction must be in [0, 0.5]");
   need(c.eval_batches >= 1, "--eval-batches must be at least 1");
+  need(c.log_every >= 1, "--log-every must be at least 1, got " + std::to_string(c.log_every));
   need(c.eval_every >= 0 && c.checkpoint_every >= 0 && c.stop_after >= 0,
        "--eval-every, --checkpoint-every and --stop-after must be ≥ 0");
   need(c.threads >= 0 && c.threads <= 1024, "--threads must be in [0, 1024]");
+  need(gguf::file_type(c.save_dtype).has_value(),
+       "--save-dtype " + c.save_dtype + " cannot be written (try " + std::string(gguf::file_type_names()) + ")");
   need(!c.recipe.empty(), "empty recipe name");
   if (c.recipe == "lora") {
     need(!c.base.empty(), "the lora recipe needs --base MODEL.gguf");

@@ -28,7 +28,7 @@ struct TrainRunConfig {
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   // Data.
-  std::string corpus;           // UTF-8 text, tokenized once
+  std::string corpus;           // UTF-8 text, tokenized once; empty (and no data_ids): default_corpus.h
   std::string tokenizer;        // GGUF with tokenizer.ggml.*; empty: from init_weights, else bytes
   std::string data_ids;         // little-endian int32 ids instead of a corpus
   std::string eval_ids;         // held-out ids for data_ids runs (optional)
@@ -43,8 +43,9 @@ struct TrainRunConfig {
   float alpha = 16.0f;                                       // W + (alpha/r)·B·A
   float dropout = 0.0f;                                      // on the adapter's input, while training
   // Optimisation.
-  int64_t context = 128;  // T
-  int64_t batch = 16;     // B
+  int64_t context = 128;   // T
+  int64_t batch = 16;      // B: sequences per micro-batch
+  int64_t grad_accum = 1;  // micro-batches per update: an update sees batch·grad_accum sequences
   int64_t steps = 1000;
   float lr = 1e-3f;
   std::string schedule = "cosine";  // or "constant"
@@ -53,7 +54,10 @@ struct TrainRunConfig {
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
   float clip = 1.0f;  // 0: no clipping
   uint64_t seed = 0;  // weights and batch sampling
+  // Output.
+  std::string save_dtype = "F32";  // checkpoint model files as this llama.cpp file type: F16, Q8_0, Q4_K_M, …
   // Run control (do not change the numbers).
+  int64_t log_every = 1;           // stdout `step N` lines at multiples of N and the last step
   int64_t eval_every = 100;        // 0: only at the end
   int64_t checkpoint_every = 500;  // 0: only at the end
   int64_t stop_after = 0;          // > 0: end this invocation after that step (resume later)
@@ -75,6 +79,8 @@ TrainRunConfig config_from_json(const nlohmann::json& j);
 // True when `name` is one directory entry name: not empty, ".", "..", no '/', '\\' or control
 // character, at most 255 bytes (a --run-id must not escape --runs-dir).
 bool is_single_path_component(std::string_view name);
+// Training tokens one update sees: batch · grad_accum · context.
+inline int64_t tokens_per_step(const TrainRunConfig& c) { return c.batch * c.grad_accum * c.context; }
 // Throws ConfigError naming the flag (--d-model, --lr, …) of the first nonsense setting.
 void validate(const TrainRunConfig& c);
 // Reads `<run_dir>/config.json`. Throws toy::DataError when it is missing, unreadable, not JSON

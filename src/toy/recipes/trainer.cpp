@@ -10,6 +10,7 @@
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
 #include "toy/kernels/kernels.h"
+#include "toy/recipes/default_corpus.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::recipes {
@@ -50,12 +51,17 @@ std::vector<int32_t> tokenize_corpus(const Tokenizer& tok, const std::string& te
 
 }  // namespace
 
+// With --grad-accum N an update reads B·N sequences: the batch of a run with --batch B·N. The
+// held-out windows are those of such a run too, evaluated B sequences at a time.
 TrainingData load_training_data(const TrainRunConfig& c, const Tokenizer* tok, int64_t n_vocab, std::FILE* err) {
-  const int64_t B = c.batch, T = c.context;
+  const int64_t B = c.batch * c.grad_accum, T = c.context;
   TrainingData d;
   auto eval_set = [&](const TokenSplit& split) {
-    for (const auto& ids : split.eval_batches(B, T, c.eval_batches))
-      d.eval.push_back(make_batch(ids, int64_t(ids.size()) / (T + 1), T));
+    for (const auto& group : split.eval_batches(B, T, c.eval_batches))
+      for (size_t i = 0; i < group.size(); i += size_t(c.batch * (T + 1))) {
+        const std::span<const int32_t> ids(group.data() + i, std::min(group.size() - i, size_t(c.batch * (T + 1))));
+        d.eval.push_back(make_batch(ids, int64_t(ids.size()) / (T + 1), T));
+      }
   };
   if (!c.data_ids.empty()) {
     auto blocks = std::make_shared<IdBlocks>(IdBlocks::read(c.data_ids, n_vocab));
@@ -73,7 +79,9 @@ TrainingData load_training_data(const TrainRunConfig& c, const Tokenizer* tok, i
     return d;
   }
   if (!tok) throw ConfigError("a text corpus needs a tokenizer: --init-weights has none, give --tokenizer FILE");
-  const std::string text = read_file(c.corpus);
+  const bool built_in = c.corpus.empty();  // neither --corpus nor --data-ids: the default corpus
+  const std::string label = built_in ? "built-in " + std::string(kDefaultCorpusName) : c.corpus;
+  const std::string text = built_in ? std::string(default_corpus_text()) : read_file(c.corpus);
   if (text.empty()) throw DataError(c.corpus + ": the corpus is empty");
   const auto t0 = Clock::now();
   std::vector<int32_t> tokens = tokenize_corpus(*tok, text);
@@ -83,14 +91,14 @@ TrainingData load_training_data(const TrainRunConfig& c, const Tokenizer* tok, i
   try {
     *split = TokenSplit::make(std::move(tokens), c.eval_fraction, T);
   } catch (const DataError& e) {
-    throw DataError(c.corpus + ": " + e.what());
+    throw DataError(label + ": " + e.what());
   }
-  std::fprintf(err, "corpus %s: %zu bytes -> %zu tokens in %.1fs (train %zu, held out %zu)\n", c.corpus.c_str(),
+  std::fprintf(err, "corpus %s: %zu bytes -> %zu tokens in %.1fs (train %zu, held out %zu)\n", label.c_str(),
                text.size(), n_tokens, secs, split->train.size(), split->held_out.size());
   d.batch_ids = [split, B, T, seed = c.seed](int64_t s) { return split->sample(s, B, T, seed); };
   eval_set(*split);
-  d.summary = {{"source", "corpus"},
-               {"path", c.corpus},
+  d.summary = {{"source", built_in ? "built-in" : "corpus"},
+               {"path", built_in ? std::string(kDefaultCorpusName) : c.corpus},
                {"bytes", text.size()},
                {"tokens", n_tokens},
                {"train_tokens", split->train.size()},
@@ -108,14 +116,14 @@ std::shared_ptr<const gguf::GgufFile> open_input(const std::string& path, const 
   return gguf::GgufFile::open(path);
 }
 
-// The training loss of the last `step` event at `step_before` in the log (NaN: none).
-double logged_loss(const std::string& events_path, int64_t step_before) {
+// The training loss of the last `step` event of step `step` in the log (NaN: none).
+double logged_loss(const std::string& events_path, int64_t step) {
   double loss = NAN;
   std::istringstream in(fs::exists(events_path) ? read_file(events_path) : std::string());
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.value("kind", "") == "step" && j.value("step", int64_t(-1)) == step_before &&
-        j.contains("loss") && j["loss"].is_number())
+    if (j.is_object() && j.value("kind", "") == "step" && j.value("step", int64_t(-1)) == step && j.contains("loss") &&
+        j["loss"].is_number())
       loss = j["loss"];
   }
   return loss;
@@ -206,7 +214,7 @@ void Trainer::resume_from_checkpoint() {
 void Trainer::seal() {
   sealed_ = true;
   link_final(run_dir_, ckpt_->model);
-  const double loss = logged_loss(events_path(), ckpt_->step - 1);
+  const double loss = logged_loss(events_path(), ckpt_->step);
   EventLog(events_path())
       .emit("run_end", {{"ended_at", utc_timestamp()},
                         {"reason", to_string(EndReason::Completed)},
@@ -233,6 +241,12 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
     tok_ = Tokenizer::byte_level();
   if (!tok_)
     std::fprintf(io_.err, "warning: no tokenizer (--init-weights has none): checkpoints will have no vocabulary\n");
+  model_name_ = "toy-" + c_.recipe;
+  if (const auto base = init_file ? init_file->opt_string("general.name") : std::nullopt; base && !base->empty()) {
+    model_name_ = *base;
+    lineage_ = {{"general.base_model.count", gguf::Value::of_u32(1)},
+                {"general.base_model.0.name", gguf::Value::of_string(*base)}};
+  }
 
   if (ckpt_)
     model_ = load_model(gguf::GgufFile::open(ckpt_->model));
@@ -254,7 +268,8 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
                               .total = c_.steps,
                               .min_lr_ratio = c_.min_lr_ratio},
                  .adamw = {.beta1 = c_.beta1, .beta2 = c_.beta2, .eps = c_.eps, .weight_decay = c_.weight_decay},
-                 .clip = c_.clip};
+                 .clip = c_.clip,
+                 .grad_accum = c_.grad_accum};
   engine_ = std::make_unique<TrainEngine>(*model_, tc, recipe.trainable(*model_));
   if (ckpt_) {
     engine_->optimizer().load(*gguf::GgufFile::open(ckpt_->optimizer));
@@ -305,12 +320,13 @@ RunResult Trainer::run() {
     if (s >= end_) break;
 
     const auto t0 = Clock::now();
-    const StepResult r = engine_->step(make_batch(data_.batch_ids(s), c_.batch, c_.context));
-    const StepReport step{.step = s, .result = r, .seconds = std::chrono::duration<double>(Clock::now() - t0).count()};
+    const StepResult r = engine_->step(make_batch(data_.batch_ids(s), c_.batch * c_.grad_accum, c_.context));
+    const StepReport step{
+        .step = s + 1, .result = r, .seconds = std::chrono::duration<double>(Clock::now() - t0).count()};
     for (auto& o : observers_) o->on_step(*this, step);
     if (!std::isfinite(r.loss)) {
-      finish({.reason = EndReason::Diverged, .step = s, .loss = r.loss, .steps_run = s - start_});
-      throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(s) +
+      finish({.reason = EndReason::Diverged, .step = s + 1, .loss = r.loss, .steps_run = s - start_});
+      throw std::runtime_error("the loss is " + std::to_string(r.loss) + " at step " + std::to_string(s + 1) +
                                " (try a lower --lr)");
     }
     last_loss = r.loss;

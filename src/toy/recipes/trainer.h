@@ -5,12 +5,13 @@
 //   add_standard_observers(t);  // stdout + progress bar, events.jsonl, loss.svg, evaluation, checkpoints
 //   return t.run();
 //
-// The loop, for s = first step … end:
+// The loop, for s = first step … end (s = updates done so far):
 //   at(s)   every observer sees the weights after s updates: evaluation and checkpoints happen here
 //   stop    when s == end (--steps, --stop-after, or Ctrl-C: then end = s)
-//   step s: batch s (a pure function of s), forward, backward, clip, AdamW → on_step
-// so "step s" always names the weights after s updates: the training loss reported for step s
-// is that of batch s on those weights, before the update; checkpoint step-N holds N updates.
+//   update s + 1: its batch (a pure function of the step), forward, backward, clip, AdamW → on_step
+// Steps count from 1, as the seeds do: step N is the N-th update, and the training loss reported
+// for step N is that of its batch on the weights before it (after N − 1 updates). Checkpoint
+// step-N and `eval N` are the weights after N updates, i.e. after step N.
 //
 // Everything that decides the numbers (settings, data, seed) is in config.json, and every batch
 // is a pure function of the step, so the same command gives the same losses and checkpoint
@@ -79,7 +80,7 @@ struct Recipe {
 
 // What observers are told.
 struct StepReport {
-  int64_t step = 0;    // s: result.loss is batch s on the weights after s updates
+  int64_t step = 0;    // N ≥ 1, the N-th update: result.loss is its batch on the weights before it
   StepResult result;   // loss, gradient norm, lr, clip scale
   double seconds = 0;  // wall time of the step (batch, forward, backward, update)
 };
@@ -149,6 +150,10 @@ class Trainer {
   const Tokenizer* tokenizer() const { return tok_.get(); }
   const TrainingData& data() const { return data_; }
   int64_t n_params() const;
+  // general.name of the checkpoints: that of --init-weights when it has one (a fine-tune keeps its
+  // base's name), else "toy-<recipe>"; lineage(): general.base_model.* naming the base, if any.
+  const std::string& model_name() const { return model_name_; }
+  const std::vector<std::pair<std::string, gguf::Value>>& lineage() const { return lineage_; }
 
  private:
   void open_new_bundle();
@@ -166,6 +171,8 @@ class Trainer {
   bool sealed_ = false;             // this invocation only sealed a finished run
   std::shared_ptr<const Tokenizer> tok_;
   std::unique_ptr<Model> model_;
+  std::string model_name_;
+  std::vector<std::pair<std::string, gguf::Value>> lineage_;
   TrainingData data_;
   std::unique_ptr<TrainEngine> engine_;
   int64_t start_ = 0, end_ = 0;
