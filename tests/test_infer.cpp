@@ -69,8 +69,8 @@ TEST(Infer, SampledGenerationIsReproducibleWithASeed) {
 // Gated-DeltaNet hybrids (whose recurrent layers run the chunked delta rule over the prompt).
 TEST(Infer, EvalDumpsTheLogitsOfEveryPosition) {
   TOY_REQUIRE_FIXTURE(smollm2, "models/smollm2/smollm2-f32.gguf");
-  for (const std::filesystem::path model : {smollm2, smollm2.parent_path().parent_path() / "qwen35/qwen35-f32.gguf",
-                                            smollm2.parent_path().parent_path() / "qwen3next/qwen3next-f32.gguf"}) {
+  for (const std::filesystem::path& model : {smollm2, smollm2.parent_path().parent_path() / "qwen35/qwen35-f32.gguf",
+                                             smollm2.parent_path().parent_path() / "qwen3next/qwen3next-f32.gguf"}) {
     SCOPED_TRACE(model.string());
     auto ref = nlohmann::json::parse(toy::test::read_text(model.string() + ".ref.json"));
     std::string ids;

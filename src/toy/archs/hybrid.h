@@ -53,17 +53,25 @@ inline GatedDeltaNetConfig delta_net_config(const HybridHparams& h, HeadMap map)
           .eps = h.eps};
 }
 
-// The Gated DeltaNet tensors but β/α (qwen35 and qwen3next project those differently).
+// The Gated DeltaNet tensors, in llama.cpp's order; β and α from two projections (qwen35) or from
+// one, ssm_ba (qwen3next).
+enum class BetaAlpha { Separate, Fused };
 template <class V>
-void delta_net_tensors(V& v, GatedDeltaNetWeights& w, const HybridHparams& h) {
+void delta_net_tensors(V& v, GatedDeltaNetWeights& w, const HybridHparams& h, BetaAlpha ba) {
   const Dims d(h);
   const Dim C{2 * h.n_k_head * h.d_state + h.d_inner, "2·Hk·Dk + Hv·Dv"}, Vd{h.d_inner, "Hv·Dv"};
-  const Dim Hv{h.n_v_head, "Hv"}, Ds{h.d_state, "Dv"}, K{h.d_conv, "d_conv"};
+  const Dim Hv{h.n_v_head, "Hv"}, Hv2{2 * h.n_v_head, "2·Hv"}, Ds{h.d_state, "Dv"}, K{h.d_conv, "d_conv"};
   v.tensor("attn_qkv.weight", w.attn_qkv, {C, d.D}, Init::Normal);
   v.tensor("attn_gate.weight", w.attn_gate, {Vd, d.D}, Init::Normal);
   v.tensor("ssm_conv1d.weight", w.ssm_conv1d, {C, K}, Init::Normal);
   v.tensor("ssm_dt.bias", w.ssm_dt, {Hv}, Init::Ones);
   v.tensor("ssm_a", w.ssm_a, {Hv}, Init::MinusOnes);  // −exp(A_log) < 0: a decay
+  if (ba == BetaAlpha::Fused) {
+    v.tensor("ssm_ba.weight", w.ssm_ba, {Hv2, d.D}, Init::Normal);
+  } else {
+    v.tensor("ssm_beta.weight", w.ssm_beta, {Hv, d.D}, Init::Normal);
+    v.tensor("ssm_alpha.weight", w.ssm_alpha, {Hv, d.D}, Init::Normal);
+  }
   v.tensor("ssm_norm.weight", w.ssm_norm, {Ds}, Init::Ones);
   v.tensor("ssm_out.weight", w.ssm_out, {d.D, Vd}, Init::Normal);
 }

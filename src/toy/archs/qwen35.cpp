@@ -40,16 +40,13 @@ struct Qwen35 {
   template <class V>
   static void tensors(V& v, Weights& w, const Hparams& h) {
     const Dims d(h);
-    const Dim Hv{h.n_v_head, "Hv"};
     v.tensor("token_embd.weight", w.token_embd, {d.V, d.D}, Init::Normal);
     v.layers(w.blk, h.n_layer, [&](Layer& L, int64_t l) {
       v.tensor("attn_norm.weight", L.attn_norm, {d.D}, Init::Ones);
       if (h.full_attention(l)) {
         gated_attention_tensors(v, L.attn, h);
       } else {
-        delta_net_tensors(v, L.ssm, h);
-        v.tensor("ssm_beta.weight", L.ssm.ssm_beta, {Hv, d.D}, Init::Normal);
-        v.tensor("ssm_alpha.weight", L.ssm.ssm_alpha, {Hv, d.D}, Init::Normal);
+        delta_net_tensors(v, L.ssm, h, BetaAlpha::Separate);
       }
       v.tensor("post_attention_norm.weight", L.post_attention_norm, {d.D}, Init::Ones);
       v.tensor("ffn_gate.weight", L.ffn.ffn_gate, {d.F, d.D}, Init::Normal);

@@ -58,15 +58,13 @@ struct Qwen3Next {
   static void tensors(V& v, Weights& w, const Hparams& h) {
     const Dims d(h);
     const Dim E{h.n_expert, "n_expert"}, Fe{h.d_expert, "d_expert"}, Fs{h.d_shexp, "d_shexp"};
-    const Dim BA{2 * h.n_v_head, "2·Hv"};
     v.tensor("token_embd.weight", w.token_embd, {d.V, d.D}, Init::Normal);
     v.layers(w.blk, h.n_layer, [&](Layer& L, int64_t l) {
       v.tensor("attn_norm.weight", L.attn_norm, {d.D}, Init::Ones);
       if (h.full_attention(l)) {
         gated_attention_tensors(v, L.attn, h);
       } else {
-        delta_net_tensors(v, L.ssm, h);
-        v.tensor("ssm_ba.weight", L.ssm.ssm_ba, {BA, d.D}, Init::Normal);
+        delta_net_tensors(v, L.ssm, h, BetaAlpha::Fused);
       }
       v.tensor("post_attention_norm.weight", L.post_attention_norm, {d.D}, Init::Ones);
       v.tensor("ffn_gate_inp.weight", L.ffn.ffn_gate_inp, {E, d.D}, Init::Normal);
