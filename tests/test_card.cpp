@@ -23,8 +23,7 @@ using toy::test::run_toy;
 namespace {
 
 // One F32 file per fixture family (every architecture, and the variants: tied/untied, rope_freqs, softcap).
-// The F32 fixture of every architecture toy registers (fixtures of architectures toy does not
-// run yet, such as qwen35, are left to the tests that add them).
+// The F32 fixture of every architecture toy registers.
 std::vector<fs::path> fixture_models() {
   std::vector<fs::path> r;
   for (const auto& p : toy::test::fixture_files("models", ".gguf")) {
@@ -136,7 +135,8 @@ TEST(Card, RoundTripEveryFixtureArchitecture) {
       }
     fs::remove(out);
   }
-  EXPECT_EQ(archs, (std::set<std::string>{"gemma2", "gpt2", "llama", "olmoe", "qwen2", "qwen3"}));
+  EXPECT_EQ(archs,
+            (std::set<std::string>{"gemma2", "gpt2", "llama", "olmoe", "qwen2", "qwen3", "qwen35", "qwen3next"}));
 }
 
 TEST(Card, ShowsEachArchitecturesAlgorithm) {

@@ -66,26 +66,32 @@ TEST(Infer, SampledGenerationIsReproducibleWithASeed) {
   EXPECT_NE(a.out, c.out);  // seed 71: a different continuation (random weights, flat distribution)
 }
 
+// The prompt logits `toy eval --dump-logits` writes equal llama.cpp's: a Llama, and the two
+// Gated-DeltaNet hybrids (whose recurrent layers run the chunked delta rule over the prompt).
 TEST(Infer, EvalDumpsTheLogitsOfEveryPosition) {
-  TOY_REQUIRE_FIXTURE(model, "models/smollm2/smollm2-f32.gguf");
-  auto ref = nlohmann::json::parse(toy::test::read_text(model.string() + ".ref.json"));
-  std::string ids;
-  for (int id : ref["prompt_tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  const std::string out = testing::TempDir() + "/logits.f32";
-  auto r = run_toy("eval " + model.string() + " --ids " + ids + " --dump-logits " + out);
-  ASSERT_EQ(r.code, 0) << r.err;
-  auto got = toy::test::read_bytes(out);
-  auto want = toy::test::read_bytes(model.parent_path() / ref["logits_file"].get<std::string>());
-  const size_t n = ref["prompt_tokens"].size() * 512;
-  ASSERT_EQ(got.size(), n * 4);
-  const float* g = reinterpret_cast<const float*>(got.data());
-  const float* w = reinterpret_cast<const float*>(want.data());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    num += double(g[i] - w[i]) * (g[i] - w[i]);
-    den += double(w[i]) * w[i];
+  TOY_REQUIRE_FIXTURE(smollm2, "models/smollm2/smollm2-f32.gguf");
+  for (const std::filesystem::path& model : {smollm2, smollm2.parent_path().parent_path() / "qwen35/qwen35-f32.gguf",
+                                             smollm2.parent_path().parent_path() / "qwen3next/qwen3next-f32.gguf"}) {
+    SCOPED_TRACE(model.string());
+    auto ref = nlohmann::json::parse(toy::test::read_text(model.string() + ".ref.json"));
+    std::string ids;
+    for (int id : ref["prompt_tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    const std::string out = testing::TempDir() + "/logits.f32";
+    auto r = run_toy("eval " + model.string() + " --ids " + ids + " --dump-logits " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto got = toy::test::read_bytes(out);
+    auto want = toy::test::read_bytes(model.parent_path() / ref["logits_file"].get<std::string>());
+    const size_t n = ref["prompt_tokens"].size() * 512;
+    ASSERT_EQ(got.size(), n * 4);
+    const float* g = reinterpret_cast<const float*>(got.data());
+    const float* w = reinterpret_cast<const float*>(want.data());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+      num += double(g[i] - w[i]) * (g[i] - w[i]);
+      den += double(w[i]) * w[i];
+    }
+    EXPECT_LT(num / den, 1e-8);
   }
-  EXPECT_LT(num / den, 1e-8);
 }
 
 TEST(Infer, BadInputGetsClearErrors) {

@@ -24,6 +24,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -166,9 +167,18 @@ struct TensorTable {
     ls.resize(size_t(n));
     for (int64_t l = 0; l < n; ++l) {
       prefix = "blk." + std::to_string(l) + ".";
-      fn(ls[size_t(l)]);
+      call_layer(fn, ls[size_t(l)], l);
     }
     prefix.clear();
+  }
+  // fn(layer) when every layer has the same tensors; fn(layer, ℓ) when they differ by layer (a
+  // hybrid's recurrent and attention layers).
+  template <class Layer, class F>
+  static void call_layer(F& fn, Layer& L, int64_t l) {
+    if constexpr (std::is_invocable_v<F&, Layer&, int64_t>)
+      fn(L, l);
+    else
+      fn(L);
   }
   std::string prefix;  // "blk.ℓ." inside layers()
 };
@@ -210,13 +220,24 @@ struct TensorSpecs : TensorTable<TensorSpecs> {
   explicit TensorSpecs(const std::vector<std::string>& p) : present(p) {}
   void visit(const std::string& name, Tensor&, std::initializer_list<Dim> shape, const Shape& s, Init init,
              bool required);
+  // Per-layer tensors once as `blk.ℓ.…`; those of layers that differ (fn takes ℓ) layer by layer.
   template <class Layer, class F>
-  void layers(std::vector<Layer>&, int64_t, F&& fn) {
+  void layers(std::vector<Layer>&, int64_t n, F&& fn) {
     Layer one;
-    prefix = "blk.ℓ.";
-    fn(one);
+    if constexpr (std::is_invocable_v<F&, Layer&, int64_t>) {
+      for (int64_t l = 0; l < n; ++l) {
+        prefix = "blk." + std::to_string(l) + ".";
+        each_layer = true;
+        fn(one, l);
+      }
+      each_layer = false;
+    } else {
+      prefix = "blk.ℓ.";
+      fn(one);
+    }
     prefix.clear();
   }
+  bool each_layer = false;  // inside layers() for a table whose layers differ
 };
 
 // --- helpers the architectures share --------------------------------------------------------

@@ -152,14 +152,14 @@ void RandomInit::visit(const std::string& name, Tensor& t, std::initializer_list
     float* p = t.data_mut();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = normal_(rng_);
   } else {
-    t = Tensor::full(shape, init == Init::Ones ? 1.0f : 0.0f);
+    t = Tensor::full(shape, init == Init::Ones ? 1.0f : init == Init::MinusOnes ? -1.0f : 0.0f);
   }
   t.set_name(name);
 }
 
 void TensorSpecs::visit(const std::string& name, Tensor&, std::initializer_list<Dim> shape, const Shape& s, Init init,
                         bool required) {
-  const bool per_layer = !prefix.empty();
+  const bool per_layer = !prefix.empty() && !each_layer;
   if (!required && std::find(present.begin(), present.end(), name) == present.end()) return;
   TensorSpec spec{.name = name, .sym = {}, .shape = s, .init = init, .per_layer = per_layer};
   for (const Dim& d : shape) spec.sym.push_back(d.sym);

@@ -80,7 +80,7 @@ struct Variant {
   bool sliding_window = false;  // local attention on some layers (gemma2)
   const char* norm_note = "";   // what the card adds about the norm weights
 };
-enum class Init { Normal, Ones, Zeros };  // a new weight: N(0, 0.02), 1 or 0
+enum class Init { Normal, Ones, Zeros, MinusOnes };  // a new weight: N(0, 0.02), 1, 0 or −1
 struct TensorSpec {
   std::string name;              // e.g. "blk.ℓ.attn_q.weight" or "token_embd.weight"
   std::vector<std::string> sym;  // e.g. {"n_head·d_head", "d_model"}

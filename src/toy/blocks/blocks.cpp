@@ -43,6 +43,18 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
   return {K.row_slice(0, S).reshape({1, S, Hkv, Dh}), V.row_slice(0, S).reshape({1, S, Hkv, Dh})};
 }
 
+RecurrentState::Layer& RecurrentState::layer(int64_t l) {
+  if (size_t(l) >= layers_.size()) layers_.resize(size_t(l) + 1);
+  return layers_[size_t(l)];
+}
+
+size_t RecurrentState::bytes() const {
+  size_t n = 0;
+  for (const Layer& l : layers_)
+    n += (l.conv.defined() ? l.conv.nbytes() : 0) + (l.delta.defined() ? l.delta.nbytes() : 0);
+  return n;
+}
+
 Tensor Ctx::positions(int64_t B, int64_t T) const {
   if (seqs.size() != 1 && int64_t(seqs.size()) != B)
     throw ShapeError("ctx: " + std::to_string(seqs.size()) + " sequences for a batch of " + std::to_string(B) +

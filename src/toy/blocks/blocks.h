@@ -30,10 +30,30 @@ class KvCache {
   std::vector<Tensor> k_, v_;
 };
 
-// Where one sequence's new tokens sit, and the cache that holds its past.
+// What the recurrent layers (Gated DeltaNet) of one sequence carry from one forward pass to the
+// next: per layer, the convolution window and the delta-rule state. A layer makes its own on its
+// first token (the engine need not know its sizes); `seen` counts the tokens folded in, so a
+// layer asked to continue at another position refuses instead of computing garbage.
+class RecurrentState {
+ public:
+  struct Layer {
+    Tensor conv;       // [d_conv − 1, C] the last inputs of the convolution, oldest first
+    Tensor delta;      // [Hv, Dk, Dv] the delta-rule state
+    int64_t seen = 0;  // tokens folded in
+  };
+  Layer& layer(int64_t l);  // grows the list as needed
+  void clear() { layers_.clear(); }
+  size_t bytes() const;
+
+ private:
+  std::vector<Layer> layers_;
+};
+
+// Where one sequence's new tokens sit, and the caches that hold its past.
 struct Seq {
-  int64_t pos0 = 0;       // position of the first token of this forward pass
-  KvCache* kv = nullptr;  // null: no cache (training on whole sequences)
+  int64_t pos0 = 0;                 // position of the first token of this forward pass
+  KvCache* kv = nullptr;            // null: no cache (training on whole sequences)
+  RecurrentState* state = nullptr;  // the recurrent layers' state; null: start from zero, keep nothing
 };
 
 // What a forward pass needs besides the tokens. Usually every row of the batch sits at the same

@@ -42,8 +42,10 @@ Tensor ids(const std::vector<int32_t>& v) { return Tensor::from_ids({int64_t(v.s
 
 Tensor moe_ffn(const MoeFfnWeights& w, const MoeConfig& c, const Tensor& x) {
   const int64_t D = x.size(-1), N = x.numel() / D, k = c.n_expert_used;
-  Tensor xs = x.reshape({N, D});                          // [N, D]
-  MoeRoute r = moe_route(linear(xs, w.ffn_gate_inp), k);  // weight [N, k], expert I32 [N, k]
+  Tensor xs = x.reshape({N, D});                     // [N, D]
+  const Tensor logits = linear(xs, w.ffn_gate_inp);  // [N, E]
+  MoeRoute r =
+      c.renormalize ? moe_route_renormalized(logits, k) : moe_route(logits, k);  // weight [N, k], expert [N, k]
   const ExpertGroups g = group_by_expert(r.expert, c.n_expert);
   std::vector<Tensor> outs;  // expert e: [M_e, D]
   for (int64_t e = 0; e < c.n_expert; ++e)
@@ -51,6 +53,13 @@ Tensor moe_ffn(const MoeFfnWeights& w, const MoeConfig& c, const Tensor& x) {
   Tensor p = gather_rows(r.weight.reshape({N * k, 1}), ids(g.all_slots)).reshape({N * k});  // [N·k], expert order
   Tensor y = scale_rows(concat_rows(outs), p);                                              // [N·k, D]
   return scatter_add_rows(Tensor::zeros({N, D}), ids(g.all_rows), y).reshape(x.shape());    // [..., D]
+}
+
+Tensor shared_expert_ffn(const SharedExpertWeights& w, const Tensor& x) {
+  const int64_t D = x.size(-1), N = x.numel() / D;
+  const SwigluWeights e = {.ffn_gate = w.ffn_gate_shexp, .ffn_up = w.ffn_up_shexp, .ffn_down = w.ffn_down_shexp};
+  Tensor gate = sigmoid(linear(x, w.ffn_gate_inp_shexp.reshape({1, D})));                     // [..., 1]
+  return scale_rows(swiglu_ffn(e, x).reshape({N, D}), gate.reshape({N})).reshape(x.shape());  // [..., D]
 }
 
 Tensor moe_block(const MoeLayer& L, const AttentionConfig& c, const MoeConfig& m, float eps, const Tensor& x,

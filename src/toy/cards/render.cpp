@@ -37,7 +37,6 @@ std::string role(const std::string& stem, const Variant& v, bool tied) {
       {"attn_q.bias", "query bias"},
       {"attn_k.bias", "key bias"},
       {"attn_v.bias", "value bias"},
-      {"post_attention_norm.weight", "norm of the attention output (RMSNorm gain)"},
       {"ffn_norm.bias", "norm before the feed-forward network (LayerNorm bias)"},
       {"post_ffw_norm.weight", "norm of the feed-forward output (RMSNorm gain)"},
       {"ffn_gate.weight", "gate projection"},
@@ -49,6 +48,19 @@ std::string role(const std::string& stem, const Variant& v, bool tied) {
       {"ffn_down_exps.weight", "down projection of each expert"},
       {"ffn_gate_exps.weight", "gate projection of each expert"},
       {"ffn_up_exps.weight", "up projection of each expert"},
+      {"ffn_gate_inp_shexp.weight", "shared expert's gate (σ of its dot with the input scales the shared expert)"},
+      {"ffn_gate_shexp.weight", "gate projection of the shared expert"},
+      {"ffn_up_shexp.weight", "up projection of the shared expert"},
+      {"ffn_down_shexp.weight", "down projection of the shared expert"},
+      {"attn_gate.weight", "Gated DeltaNet output gate z (the output is RMSNorm(o)·silu(z))"},
+      {"ssm_conv1d.weight", "Gated DeltaNet causal convolution over the q, k, v channels"},
+      {"ssm_dt.bias", "Gated DeltaNet decay bias (g = softplus(α + ssm_dt)·ssm_a)"},
+      {"ssm_a", "Gated DeltaNet decay rate per value head, −exp(A_log)"},
+      {"ssm_beta.weight", "Gated DeltaNet write strength β = σ(ssm_beta·x) per value head"},
+      {"ssm_alpha.weight", "Gated DeltaNet decay input α per value head"},
+      {"ssm_ba.weight", "Gated DeltaNet β and α projections, fused per key head"},
+      {"ssm_norm.weight", "Gated DeltaNet output norm of each head (RMSNorm gain)"},
+      {"ssm_out.weight", "Gated DeltaNet output projection"},
       {"output_norm.bias", "final norm (LayerNorm bias)"},
       {"output.weight", "unembedding"},
   };
@@ -56,12 +68,22 @@ std::string role(const std::string& stem, const Variant& v, bool tied) {
   if (stem == "attn_norm.weight") return "norm before attention" + gain;
   if (stem == "ffn_norm.weight") return "norm before the feed-forward network" + gain;
   if (stem == "output_norm.weight") return "final norm" + gain;
+  if (stem == "post_attention_norm.weight")  // gemma2: a sandwich norm; the Qwen3 hybrids: the pre-FFN norm
+    return v.sandwich_norms ? "norm of the attention output (RMSNorm gain)"
+                            : "norm before the feed-forward network (RMSNorm gain)";
   if (stem == "attn_q_norm.weight")
     return per_head ? "RMSNorm gain of each query head" : "RMSNorm gain over all query heads";
   if (stem == "attn_k_norm.weight")
     return per_head ? "RMSNorm gain of each key head" : "RMSNorm gain over all key heads";
   auto it = fixed.find(stem);
   return it == fixed.end() ? "" : it->second;
+}
+
+// A tensor's name without its layer: "blk.ℓ.attn_q.weight" and "blk.3.attn_q.weight" -> "attn_q.weight".
+std::string stem_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return name;
+  const size_t dot = name.find('.', 4);
+  return dot == std::string::npos ? name : name.substr(dot + 1);
 }
 
 // The sizes and values the formulas use.
@@ -215,8 +237,7 @@ std::string render_algorithms(const Card& c, const Description& desc) {
   s += "\n## Parameters\n\nθ is these tensors (GGUF names; `blk.ℓ.` for each layer ℓ = 0 … " + n(d.n_layer - 1) +
        "; shapes outermost first).\n\n| tensor | shape | role |\n|---|---|---|\n";
   for (const TensorSpec& p : desc.tensors)
-    s += "| `" + p.name + "` | " + shape_text(p) + " | " +
-         role(p.per_layer ? p.name.substr(std::string("blk.ℓ.").size()) : p.name, f, c.tied_output) + " |\n";
+    s += "| `" + p.name + "` | " + shape_text(p) + " | " + role(stem_of(p.name), f, c.tied_output) + " |\n";
   s += "\nParameters: " + std::to_string(desc.parameter_count()) + ".\n\n";
 
   // --- algorithm 1: the whole model ---

@@ -29,7 +29,7 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   check_room(ids);
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   NoGrad no_grad;
-  const Ctx ctx{.seqs = {{.pos0 = n_past_, .kv = &cache_}}, .last_logits = last_only};
+  const Ctx ctx{.seqs = {{.pos0 = n_past_, .kv = &cache_, .state = &state_}}, .last_logits = last_only};
   Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
   n_past_ += T;
   return logits.reshape({logits.size(1), V});
@@ -45,7 +45,7 @@ Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::spa
     DecodeEngine& e = *engines[size_t(b)];
     if (&e.model_ != &model) throw std::invalid_argument("feed_batch: the engines run different models");
     e.check_room(ids.subspan(size_t(b), 1));
-    ctx.seqs.push_back({.pos0 = e.n_past_, .kv = &e.cache_});
+    ctx.seqs.push_back({.pos0 = e.n_past_, .kv = &e.cache_, .state = &e.state_});
   }
   NoGrad no_grad;
   Tensor logits = model.forward(Tensor::from_ids({B, 1}, ids), ctx);  // [B, 1, V]

@@ -12,7 +12,8 @@
 
 namespace toy {
 
-// Owns the KV cache of one sequence. The prompt goes in as one batch; each generated token
+// Owns the caches of one sequence: the KV cache of the attention layers and the state of the
+// recurrent ones (Gated DeltaNet). The prompt goes in as one batch; each generated token
 // is fed alone and attends to everything cached before it.
 class DecodeEngine {
  public:
@@ -28,7 +29,10 @@ class DecodeEngine {
   int64_t n_past() const { return n_past_; }
   int64_t n_ctx() const { return cache_.n_ctx(); }
   size_t kv_cache_bytes() const { return cache_.bytes(); }
-  void reset() { n_past_ = 0; }
+  void reset() {
+    n_past_ = 0;
+    state_.clear();
+  }
   const Model& model() const { return model_; }
 
  private:
@@ -36,6 +40,7 @@ class DecodeEngine {
 
   const Model& model_;
   KvCache cache_;
+  RecurrentState state_;
   int64_t n_past_ = 0;
 };
 

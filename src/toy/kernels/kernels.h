@@ -54,6 +54,10 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t beg
 // y[i] = silu(x[i]) = x[i] / (1 + exp(−x[i])) for i < n (vectorised exp: within ~2 ulp).
 void silu(const float* x, float* y, int64_t n);
 
+void sigmoid(const float* x, float* y, int64_t n);                             // y = 1 / (1 + exp(−x))
+void sigmoid_backward(const float* dy, const float* y, float* dx, int64_t n);  // dx = dy·y(1 − y), y = σ(x)
+void softplus(const float* x, float* y, int64_t n);  // y = log(1 + exp(x)), or x above 20 (as ggml)
+
 // Elementwise over n values, split over the threads (the math: primitives/elementwise.cpp).
 void add(const float* a, const float* b, float* y, int64_t n);  // y = a + b
 void mul(const float* a, const float* b, float* y, int64_t n);  // y = a·b
@@ -101,6 +105,7 @@ void scale_rows(const float* x, const float* s, int64_t M, int64_t D, float* y);
 // out[m] = Σ_d a[m, d]·b[m, d], summed in double.
 void row_dots(const float* a, const float* b, int64_t M, int64_t D, float* out);
 void add_to_rows(const float* b, int64_t M, int64_t D, float* y);  // y[m, :] += b  (a bias)
+void mul_rows(const float* s, int64_t M, int64_t D, float* y);     // y[m, :] ⊙= s  (per-column scales)
 void sum_rows(const float* x, int64_t M, int64_t D, float* out);   // out = Σ_m x[m, :], in order of m
 // Columns [x_begin, x_begin + n) of the R rows of x (x_cols wide) to columns [y_begin, y_begin + n)
 // of y (y_cols wide).
@@ -133,6 +138,34 @@ void attention(const AttentionGeometry& g, const float* q, const void* k, const 
 // what attention saved (capped may be null when softcap is 0).
 void attention_backward(const AttentionGeometry& g, const float* q, const float* k, const float* v, const float* P,
                         const float* capped, const float* dout, float* dq, float* dk, float* dv);
+
+// --- Gated DeltaNet (the math: primitives/delta_rule.cpp) -----------------------------------
+// One sequence of T tokens; value head h (of Hv) reads query/key head map(h) (of Hk).
+struct DeltaRuleGeometry {
+  int64_t T, Hk, Hv, Dk, Dv;
+  bool tiled = false;  // map(h) = h % Hk (qwen35); otherwise h / (Hv / Hk) (qwen3next)
+  int64_t key_head(int64_t h) const { return tiled ? h % Hk : h / (Hv / Hk); }
+};
+// The gated delta rule, per value head with state S [Dk, Dv], per token t:
+//   S ← exp(g_t)·S;  d = β_t·(v_t − Sᵀk_t);  S ← S + k_t dᵀ;  o_t = Sᵀq_t / √Dk.
+// q, k [T, Hk, Dk], v [T, Hv, Dv], g, beta [T, Hv], S [Hv, Dk, Dv] (read, then overwritten by the
+// state after the last token), o [T, Hv, Dv]. Computed in chunks of `chunk` tokens (the WY / UT
+// form: one triangular solve per chunk, then matrix products); chunk 1 is the plain recurrence.
+// Heads are split over the threads; the result does not depend on their number.
+void gated_delta_rule(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v, const float* gate,
+                      const float* beta, float* S, float* o, int64_t chunk);
+// Its gradients, token by token backwards through the states (recomputed from S0, the state the
+// forward started from): dq, dk [T, Hk, Dk] (summed over the value heads reading each key head),
+// dv [T, Hv, Dv], dgate, dbeta [T, Hv], all overwritten, from dout [T, Hv, Dv].
+void gated_delta_rule_backward(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v,
+                               const float* gate, const float* beta, const float* S0, const float* dout, float* dq,
+                               float* dk, float* dv, float* dgate, float* dbeta);
+// Causal depthwise convolution of x [T, C] with w [C, K] over the window state [K − 1, C] (the
+// previous inputs, oldest first) then x: y[t, c] = Σ_j w[c, j]·window[t + j, c] (in order of j, as
+// ggml's ssm_conv); state ← the last K − 1 rows of the window.
+void causal_conv1d(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C, int64_t K);
+// y = x / max(‖x‖₂, eps) per row of D values (sum of squares in double, as ggml's l2_norm).
+void l2_norm(const float* x, float eps, int64_t R, int64_t D, float* y);
 
 // --- normalisation over rows of D values (the math: primitives/norm.cpp) --------------------
 // y = x·r·w with r = 1/sqrt(mean(x²) + eps) per row (sum of squares in double, as ggml); rstd[R] ← r.

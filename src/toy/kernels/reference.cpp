@@ -215,21 +215,53 @@ void layer_norm_backward(const float* x, const float* w, float eps, const float*
   std::transform(gb.begin(), gb.end(), db, [](T v) { return float(v); });
 }
 
+template <class T>
+void gated_delta_rule(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v, const float* gate,
+                      const float* beta, float* S, float* o) {
+  const T scale = T(1) / std::sqrt(T(g.Dk));
+  for (int64_t h = 0; h < g.Hv; ++h) {
+    const int64_t hk = g.key_head(h);
+    std::vector<T> s(S + h * g.Dk * g.Dv, S + (h + 1) * g.Dk * g.Dv), d(size_t(g.Dv));  // s[i·Dv + j]
+    for (int64_t t = 0; t < g.T; ++t) {
+      const float* qt = q + (t * g.Hk + hk) * g.Dk;
+      const float* kt = k + (t * g.Hk + hk) * g.Dk;
+      const float* vt = v + (t * g.Hv + h) * g.Dv;
+      const T decay = std::exp(T(gate[t * g.Hv + h])), b = beta[t * g.Hv + h];
+      for (T& x : s) x *= decay;
+      for (int64_t j = 0; j < g.Dv; ++j) {  // d = β(v − Sᵀk)
+        T u = 0;
+        for (int64_t i = 0; i < g.Dk; ++i) u += s[size_t(i * g.Dv + j)] * T(kt[i]);
+        d[size_t(j)] = b * (T(vt[j]) - u);
+      }
+      for (int64_t i = 0; i < g.Dk; ++i)
+        for (int64_t j = 0; j < g.Dv; ++j) s[size_t(i * g.Dv + j)] += T(kt[i]) * d[size_t(j)];
+      for (int64_t j = 0; j < g.Dv; ++j) {  // o = Sᵀq / √Dk
+        T acc = 0;
+        for (int64_t i = 0; i < g.Dk; ++i) acc += s[size_t(i * g.Dv + j)] * T(qt[i]);
+        o[(t * g.Hv + h) * g.Dv + j] = float(acc * scale);
+      }
+    }
+    std::transform(s.begin(), s.end(), S + h * g.Dk * g.Dv, [](T x) { return float(x); });
+  }
+}
+
 template void matmul_wt<float>(const float*, const void*, DType, float*, int64_t, int64_t, int64_t);
 template void matmul_wt<double>(const float*, const void*, DType, float*, int64_t, int64_t, int64_t);
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, bool);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float*, bool);
 
-#define TOY_REFERENCE(T)                                                                                          \
-  template void attention<T>(const AttentionGeometry&, const float*, const float*, const float*, float*, float*); \
-  template void attention_backward<T>(const AttentionGeometry&, const float*, const float*, const float*,         \
-                                      const float*, const float*, float*, float*, float*);                        \
-  template void rms_norm<T>(const float*, const float*, float, int64_t, int64_t, float*);                         \
-  template void rms_norm_backward<T>(const float*, const float*, float, const float*, int64_t, int64_t, float*,   \
-                                     float*);                                                                     \
-  template void layer_norm<T>(const float*, const float*, const float*, float, int64_t, int64_t, float*);         \
-  template void layer_norm_backward<T>(const float*, const float*, float, const float*, int64_t, int64_t, float*, \
-                                       float*, float*);
+#define TOY_REFERENCE(T)                                                                                              \
+  template void attention<T>(const AttentionGeometry&, const float*, const float*, const float*, float*, float*);     \
+  template void attention_backward<T>(const AttentionGeometry&, const float*, const float*, const float*,             \
+                                      const float*, const float*, float*, float*, float*);                            \
+  template void rms_norm<T>(const float*, const float*, float, int64_t, int64_t, float*);                             \
+  template void rms_norm_backward<T>(const float*, const float*, float, const float*, int64_t, int64_t, float*,       \
+                                     float*);                                                                         \
+  template void layer_norm<T>(const float*, const float*, const float*, float, int64_t, int64_t, float*);             \
+  template void layer_norm_backward<T>(const float*, const float*, float, const float*, int64_t, int64_t, float*,     \
+                                       float*, float*);                                                               \
+  template void gated_delta_rule<T>(const DeltaRuleGeometry&, const float*, const float*, const float*, const float*, \
+                                    const float*, float*, float*);
 TOY_REFERENCE(float)
 TOY_REFERENCE(double)
 #undef TOY_REFERENCE

@@ -47,4 +47,9 @@ template <class T>
 void layer_norm_backward(const float* x, const float* w, float eps, const float* dy, int64_t R, int64_t D, float* dx,
                          float* dw, float* db);
 
+// The gated delta rule token by token, exactly as kernels.h states it, in T (state included).
+template <class T>
+void gated_delta_rule(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v, const float* gate,
+                      const float* beta, float* S, float* o);
+
 }  // namespace toy::kernels::reference

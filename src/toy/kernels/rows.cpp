@@ -40,6 +40,11 @@ void add_to_rows(const float* b, int64_t M, int64_t D, float* y) {
     for (int64_t d = 0; d < D; ++d) y[m * D + d] += b[d];
 }
 
+void mul_rows(const float* s, int64_t M, int64_t D, float* y) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t d = 0; d < D; ++d) y[m * D + d] *= s[d];
+}
+
 void sum_rows(const float* x, int64_t M, int64_t D, float* out) {
   std::memset(out, 0, size_t(D) * sizeof(float));
   for (int64_t m = 0; m < M; ++m)

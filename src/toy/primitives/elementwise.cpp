@@ -88,6 +88,15 @@ Tensor softcap(const Tensor& x, float cap) {
   return y;
 }
 
+Tensor sigmoid(const Tensor& x) {
+  Tensor y = unary(x, kernels::sigmoid);
+  if (needs_grad({&x}))
+    record(y, "sigmoid", {x}, [y = y.detach()](const Tensor& d) {  // σ' = σ(1 − σ); y.detach(): see softcap
+      return std::vector<Tensor>{binary(d, y, kernels::sigmoid_backward)};
+    });
+  return y;
+}
+
 Tensor sum(const Tensor& x) {
   double s = 0;
   for (float v : std::span(x.data(), size_t(x.numel()))) s += v;

@@ -26,6 +26,7 @@ inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor silu(const Tensor& x);                // x·σ(x)
 Tensor gelu_tanh(const Tensor& x);           // 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))), ggml's fp16 table
 Tensor softcap(const Tensor& x, float cap);  // cap·tanh(x/cap)
+Tensor sigmoid(const Tensor& x);             // σ(x) = 1/(1 + exp(−x))
 
 // --- projections ------------------------------------------------------------------------
 // y = x·Wᵀ (+ b).  x: [..., in], W: [out, in] (any dtype; trainable when F32), b: [out] -> [..., out]

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/indexing.h"
@@ -53,6 +54,21 @@ MoeRoute moe_route(const Tensor& logits, int64_t k) {
   for (int64_t i = 0; i < N * k; ++i) flat[size_t(i)] = int32_t(i / k * E + expert.ids()[i]);
   Tensor weight = gather_rows(p.reshape({N * E, 1}), Tensor::from_ids({N * k}, flat)).reshape({N, k});  // [N, k]
   return {.weight = weight, .expert = expert};
+}
+
+MoeRoute moe_route_renormalized(const Tensor& logits, int64_t k) {
+  if (needs_grad({&logits})) throw std::logic_error("moe_route_renormalized: no gradient yet (inference only)");
+  MoeRoute r = moe_route(logits, k);
+  const int64_t N = r.weight.size(0);
+  Tensor w = r.weight.clone();  // [N, k]
+  float* p = w.data_mut();
+  for (int64_t n = 0; n < N; ++n) {
+    float sum = 0;
+    for (int64_t j = 0; j < k; ++j) sum += p[n * k + j];
+    const float s = std::max(sum, 6.103515625e-5f);
+    for (int64_t j = 0; j < k; ++j) p[n * k + j] /= s;
+  }
+  return {.weight = w, .expert = r.expert};
 }
 
 }  // namespace toy

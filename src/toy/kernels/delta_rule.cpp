@@ -1,0 +1,218 @@
+// kernels/delta_rule.cpp — the Gated DeltaNet loops: the chunked gated delta rule, the short
+// causal convolution in front of it and the L2 norm of its queries and keys (kernels.h states
+// the math; reference.cpp has the token-by-token recurrence it is tested against).
+//
+// The chunked form (Yang et al., "Gated Delta Networks", §3; the WY / UT transform of the
+// flash-linear-attention kernels). Within a chunk, with γ_t = g_1 + … + g_t and the state S₀ it
+// starts from, the delta-rule updates d_t satisfy
+//   d_t = β_t (v_t − e^{γ_t} S₀ᵀk_t − Σ_{s<t} e^{γ_t−γ_s} (k_t·k_s) d_s),
+// a unit lower-triangular system (I + A) D = β⊙V − β⊙e^γ⊙(K S₀) with A[t,s] = β_t e^{γ_t−γ_s} k_t·k_s.
+// Solving it once for U = (I + A)⁻¹(β⊙V) and W = (I + A)⁻¹(β⊙e^γ⊙K) gives D = U − W S₀, then
+//   o_t = e^{γ_t} S₀ᵀq_t + Σ_{s≤t} e^{γ_t−γ_s} (q_t·k_s) d_s,
+//   S   = e^{γ_n} S₀ + Σ_t e^{γ_n−γ_t} k_t d_tᵀ.
+// Every exponent is a difference γ_t − γ_s ≤ 0 (g ≤ 0), so nothing overflows.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "toy/kernels/kernels.h"
+
+namespace toy::kernels {
+
+namespace {
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// One value head over every chunk; s: its state [Dk, Dv], updated in place.
+void delta_rule_head(const DeltaRuleGeometry& g, int64_t h, const float* q, const float* k, const float* v,
+                     const float* gate, const float* beta, float* s, float* o, int64_t chunk) {
+  const int64_t Dk = g.Dk, Dv = g.Dv, hk = g.key_head(h);
+  const float scale = 1.0f / std::sqrt(float(Dk));
+  std::vector<float> gamma(static_cast<size_t>(chunk)), A(static_cast<size_t>(chunk * chunk)),
+      U(static_cast<size_t>(chunk * Dv)), W(static_cast<size_t>(chunk * Dk));  // γ, A, U (then D), W
+  auto key = [&](int64_t t) { return k + (t * g.Hk + hk) * Dk; };
+  for (int64_t c0 = 0; c0 < g.T; c0 += chunk) {
+    const int64_t n = std::min(chunk, g.T - c0);
+    float acc = 0;
+    for (int64_t t = 0; t < n; ++t) gamma[size_t(t)] = acc += gate[(c0 + t) * g.Hv + h];  // γ
+    for (int64_t t = 0; t < n; ++t) {  // forward substitution: row t of U and W
+      const float b = beta[(c0 + t) * g.Hv + h];
+      float* u = U.data() + t * Dv;
+      float* w = W.data() + t * Dk;
+      const float* vt = v + ((c0 + t) * g.Hv + h) * Dv;
+      const float* kt = key(c0 + t);
+      const float decay = std::exp(gamma[size_t(t)]);
+      for (int64_t j = 0; j < Dv; ++j) u[j] = b * vt[j];
+      for (int64_t i = 0; i < Dk; ++i) w[i] = b * decay * kt[i];
+      for (int64_t r = 0; r < t; ++r) {
+        const float a = A[size_t(t * chunk + r)] =
+            b * std::exp(gamma[size_t(t)] - gamma[size_t(r)]) * dot(kt, key(c0 + r), Dk);
+        for (int64_t j = 0; j < Dv; ++j) u[j] -= a * U[size_t(r * Dv + j)];
+        for (int64_t i = 0; i < Dk; ++i) w[i] -= a * W[size_t(r * Dk + i)];
+      }
+    }
+    for (int64_t t = 0; t < n; ++t) {  // D = U − W S₀ (in U)
+      float* u = U.data() + t * Dv;
+      for (int64_t i = 0; i < Dk; ++i) {
+        const float wi = W[size_t(t * Dk + i)];
+        for (int64_t j = 0; j < Dv; ++j) u[j] -= wi * s[i * Dv + j];
+      }
+    }
+    for (int64_t t = 0; t < n; ++t) {  // o_t = e^{γ_t} S₀ᵀq_t + Σ_{r≤t} e^{γ_t−γ_r}(q_t·k_r) d_r, scaled
+      const float* qt = q + ((c0 + t) * g.Hk + hk) * Dk;
+      float* ot = o + ((c0 + t) * g.Hv + h) * Dv;
+      const float decay = std::exp(gamma[size_t(t)]);
+      for (int64_t j = 0; j < Dv; ++j) ot[j] = 0;
+      for (int64_t i = 0; i < Dk; ++i) {
+        const float qi = decay * qt[i];
+        for (int64_t j = 0; j < Dv; ++j) ot[j] += qi * s[i * Dv + j];
+      }
+      for (int64_t r = 0; r <= t; ++r) {
+        const float a = std::exp(gamma[size_t(t)] - gamma[size_t(r)]) * dot(qt, key(c0 + r), Dk);
+        for (int64_t j = 0; j < Dv; ++j) ot[j] += a * U[size_t(r * Dv + j)];
+      }
+      for (int64_t j = 0; j < Dv; ++j) ot[j] *= scale;
+    }
+    const float last = gamma[size_t(n - 1)], decay = std::exp(last);  // S = e^{γ_n} S₀ + Σ_t e^{γ_n−γ_t} k_t d_tᵀ
+    for (int64_t i = 0; i < Dk * Dv; ++i) s[i] *= decay;
+    for (int64_t t = 0; t < n; ++t) {
+      const float* kt = key(c0 + t);
+      const float f = std::exp(last - gamma[size_t(t)]);
+      for (int64_t i = 0; i < Dk; ++i) {
+        const float ki = f * kt[i];
+        for (int64_t j = 0; j < Dv; ++j) s[i * Dv + j] += ki * U[size_t(t * Dv + j)];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gated_delta_rule(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v, const float* gate,
+                      const float* beta, float* S, float* o, int64_t chunk) {
+  parallel_for(g.Hv, 1, [&](int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) delta_rule_head(g, h, q, k, v, gate, beta, S + h * g.Dk * g.Dv, o, chunk);
+  });
+}
+
+namespace {
+
+// The backward of one value head h, adding into dq, dk (shared with the other heads of its key
+// head: the caller runs those one after the other). With P = e^{g_t} S_{t−1} and
+// d = β_t (v_t − Pᵀk_t), S_t = P + k_t dᵀ, o_t = S_tᵀq_t / √Dk, from t = T − 1 down to 0:
+//   dq_t += S_t do_t / √Dk;   dS += q_t do_tᵀ / √Dk;   dk_t += dS d;   e = β_t dSᵀk_t;
+//   dβ_t = (dSᵀk_t)·(v_t − Pᵀk_t);   dv_t = e;   dk_t −= P e;   dP = dS − k_t eᵀ;
+//   dg_t = Σ dP ⊙ P;   dS ← e^{g_t} dP   (the gradient for S_{t−1}).
+void delta_rule_head_backward(const DeltaRuleGeometry& g, int64_t h, const float* q, const float* k, const float* v,
+                              const float* gate, const float* beta, const float* S0, const float* dout, float* dq,
+                              float* dk, float* dv, float* dgate, float* dbeta) {
+  const int64_t Dk = g.Dk, Dv = g.Dv, hk = g.key_head(h), N = Dk * Dv;
+  const float scale = 1.0f / std::sqrt(float(Dk));
+  std::vector<float> states(static_cast<size_t>((g.T + 1) * N));  // S_0 … S_T
+  std::copy_n(S0, N, states.begin());
+  for (int64_t t = 0; t < g.T; ++t) {  // recompute the states, one token at a time
+    std::copy_n(states.begin() + t * N, N, states.begin() + (t + 1) * N);
+    float* S = states.data() + (t + 1) * N;
+    const float* kt = k + (t * g.Hk + hk) * Dk;
+    const float* vt = v + (t * g.Hv + h) * Dv;
+    const float decay = std::exp(gate[t * g.Hv + h]), b = beta[t * g.Hv + h];
+    for (int64_t i = 0; i < N; ++i) S[i] *= decay;
+    for (int64_t j = 0; j < Dv; ++j) {
+      float u = 0;
+      for (int64_t i = 0; i < Dk; ++i) u += S[i * Dv + j] * kt[i];
+      const float d = b * (vt[j] - u);
+      for (int64_t i = 0; i < Dk; ++i) S[i * Dv + j] += kt[i] * d;
+    }
+  }
+  std::vector<float> dS(static_cast<size_t>(N), 0.0f), P(static_cast<size_t>(N)), dd(static_cast<size_t>(Dv)),
+      e(static_cast<size_t>(Dv));
+  for (int64_t t = g.T - 1; t >= 0; --t) {
+    const float* St = states.data() + (t + 1) * N;
+    const float* Sp = states.data() + t * N;
+    const float* qt = q + (t * g.Hk + hk) * Dk;
+    const float* kt = k + (t * g.Hk + hk) * Dk;
+    const float* vt = v + (t * g.Hv + h) * Dv;
+    const float* do_t = dout + (t * g.Hv + h) * Dv;
+    float* dqt = dq + (t * g.Hk + hk) * Dk;
+    float* dkt = dk + (t * g.Hk + hk) * Dk;
+    const float decay = std::exp(gate[t * g.Hv + h]), b = beta[t * g.Hv + h];
+    for (int64_t i = 0; i < N; ++i) P[size_t(i)] = decay * Sp[i];
+    for (int64_t i = 0; i < Dk; ++i) {  // o_t = S_tᵀq_t·scale
+      dqt[i] += scale * dot(St + i * Dv, do_t, Dv);
+      for (int64_t j = 0; j < Dv; ++j) dS[size_t(i * Dv + j)] += scale * qt[i] * do_t[j];
+    }
+    float db = 0;
+    for (int64_t j = 0; j < Dv; ++j) {  // d = β(v − Pᵀk): dd = dSᵀk, e = β dd
+      float u = 0, ddj = 0;
+      for (int64_t i = 0; i < Dk; ++i) {
+        u += P[size_t(i * Dv + j)] * kt[i];
+        ddj += dS[size_t(i * Dv + j)] * kt[i];
+      }
+      const float d = b * (vt[j] - u);
+      dd[size_t(j)] = d;  // d itself, for dk_t += dS d
+      db += ddj * (vt[j] - u);
+      e[size_t(j)] = b * ddj;
+    }
+    dbeta[t * g.Hv + h] = db;
+    for (int64_t j = 0; j < Dv; ++j) dv[(t * g.Hv + h) * Dv + j] = e[size_t(j)];
+    float dg = 0;
+    for (int64_t i = 0; i < Dk; ++i) {
+      float acc = 0;
+      for (int64_t j = 0; j < Dv; ++j) {
+        const size_t ij = size_t(i * Dv + j);
+        acc += dS[ij] * dd[size_t(j)] - P[ij] * e[size_t(j)];
+        const float dP = dS[ij] - kt[i] * e[size_t(j)];
+        dg += dP * P[ij];
+        dS[ij] = decay * dP;
+      }
+      dkt[i] += acc;
+    }
+    dgate[t * g.Hv + h] = dg;
+  }
+}
+
+}  // namespace
+
+void gated_delta_rule_backward(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v,
+                               const float* gate, const float* beta, const float* S0, const float* dout, float* dq,
+                               float* dk, float* dv, float* dgate, float* dbeta) {
+  std::fill_n(dq, g.T * g.Hk * g.Dk, 0.0f);
+  std::fill_n(dk, g.T * g.Hk * g.Dk, 0.0f);
+  parallel_for(g.Hk, 1, [&](int64_t k0, int64_t k1) {  // by key head: its value heads add into its dq, dk in order
+    for (int64_t hk = k0; hk < k1; ++hk)
+      for (int64_t h = 0; h < g.Hv; ++h)
+        if (g.key_head(h) == hk)
+          delta_rule_head_backward(g, h, q, k, v, gate, beta, S0 + h * g.Dk * g.Dv, dout, dq, dk, dv, dgate, dbeta);
+  });
+}
+
+void causal_conv1d(const float* x, const float* w, float* state, float* y, int64_t T, int64_t C, int64_t K) {
+  std::vector<float> window(size_t((K - 1 + T) * C));  // [K − 1 + T, C]: the state, then x
+  std::copy_n(state, (K - 1) * C, window.begin());
+  std::copy_n(x, T * C, window.begin() + (K - 1) * C);
+  parallel_for(T, 16, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (int64_t c = 0; c < C; ++c) {
+        float acc = 0;
+        for (int64_t j = 0; j < K; ++j) acc += window[size_t((t + j) * C + c)] * w[c * K + j];
+        y[t * C + c] = acc;
+      }
+  });
+  std::copy_n(window.begin() + T * C, (K - 1) * C, state);
+}
+
+void l2_norm(const float* x, float eps, int64_t R, int64_t D, float* y) {
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = x + r * D;
+    double sum = 0;
+    for (int64_t i = 0; i < D; ++i) sum += double(xr[i] * xr[i]);
+    const float scale = 1.0f / std::fmax(std::sqrt(float(sum)), eps);
+    for (int64_t i = 0; i < D; ++i) y[r * D + i] = xr[i] * scale;
+  }
+}
+
+}  // namespace toy::kernels

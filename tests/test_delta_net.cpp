@@ -1,0 +1,176 @@
+// tests/test_delta_net.cpp — the Gated DeltaNet pieces (qwen35, qwen3next): the chunked delta rule
+// against the token-by-token recurrence in double, a sequence fed in pieces through its state, the
+// causal convolution, the L2 norm, and the recurrent state as a layer's cache. The models
+// themselves are checked against llama.cpp by test_models.cpp and test_archs.cpp (long reference).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "helpers.h"
+#include "toy/archs/model.h"
+#include "toy/blocks/delta_net.h"
+#include "toy/engines/decode.h"
+#include "toy/kernels/reference.h"
+#include "toy/primitives/delta_rule.h"
+
+using namespace toy;
+using test::nmse;
+using test::randn;
+
+namespace {
+
+// Inputs of one sequence as a Gated DeltaNet layer makes them: unit q and k, β in (0, 1), g < 0.
+struct Inputs {
+  Tensor q, k, v, g, beta, state;
+};
+Inputs inputs(int64_t T, int64_t Hk, int64_t Hv, int64_t D, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Inputs in{.q = l2_norm(randn({T, Hk, D}, rng), 1e-6f),
+            .k = l2_norm(randn({T, Hk, D}, rng), 1e-6f),
+            .v = randn({T, Hv, D}, rng),
+            .g = Tensor::empty({T, Hv}),
+            .beta = sigmoid(randn({T, Hv}, rng)),
+            .state = randn({Hv, D, D}, rng, 0.5f)};
+  std::uniform_real_distribution<float> decay(-2.0f, 0.0f);  // from a strong decay (e⁻²) to none
+  for (int64_t i = 0; i < in.g.numel(); ++i) in.g.data_mut()[i] = decay(rng);
+  return in;
+}
+
+std::span<const float> values(const Tensor& t) { return {t.data(), size_t(t.numel())}; }
+
+}  // namespace
+
+// 1,000 tokens (16 chunks of 64 and a partial one), both head maps: the chunked form equals the
+// plain recurrence computed in double, output and final state, to float32 precision.
+TEST(DeltaRule, ChunkedFormMatchesTheRecurrenceInDouble) {
+  const int64_t T = 1000, Hk = 2, Hv = 4, D = 16;
+  for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
+    Inputs in = inputs(T, Hk, Hv, D, 7);
+    Tensor want_state = in.state.clone(), want = Tensor::empty({T, Hv, D});
+    const kernels::DeltaRuleGeometry geo{.T = T, .Hk = Hk, .Hv = Hv, .Dk = D, .Dv = D, .tiled = map == HeadMap::Tiled};
+    kernels::reference::gated_delta_rule<double>(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                                                 in.beta.data(), want_state.data_mut(), want.data_mut());
+    Tensor state = in.state.clone();
+    const Tensor got = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, state, map);
+    EXPECT_LE(nmse(values(want), values(got)), 1e-12);
+    EXPECT_LE(nmse(values(want_state), values(state)), 1e-12);
+    // Chunks of one token are the recurrence itself, in float.
+    Tensor one_state = in.state.clone(), one = Tensor::empty({T, Hv, D});
+    kernels::gated_delta_rule(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                              one_state.data_mut(), one.data_mut(), 1);
+    EXPECT_LE(nmse(values(want), values(one)), 1e-12);
+  }
+}
+
+// The recorded gradient of q, k, v, g and β (token by token backwards through the states) against
+// central differences of the forward, over 12 tokens, both head maps (the chunked form's equality
+// with the recurrence is checked above, so a short sequence suffices and keeps this fast).
+TEST(DeltaRule, GradientsMatchFiniteDifferences) {
+  for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
+    const Inputs in = inputs(12, 2, 4, 4, 5);
+    std::vector<Tensor> x = {in.q, in.k, in.v, in.g, in.beta};
+    auto f = [&](std::span<const Tensor> t) {
+      Tensor state = in.state.clone();
+      return gated_delta_rule(t[0], t[1], t[2], t[3], t[4], state, map);
+    };
+    std::mt19937_64 rng(2);
+    test::check_gradients({.f = f, .name = "gated_delta_rule"}, x, randn({12, 4, 4}, rng));
+  }
+}
+
+// The two head maps differ (value head 1 of 4 reads key head 1 when tiled, 0 when grouped), and
+// the reference follows them: swapping the map changes the output.
+TEST(DeltaRule, HeadMapsDiffer) {
+  Inputs in = inputs(8, 2, 4, 8, 3);
+  Tensor s1 = in.state.clone(), s2 = in.state.clone();
+  const Tensor tiled = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, s1, HeadMap::Tiled);
+  const Tensor grouped = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, s2, HeadMap::Grouped);
+  EXPECT_GT(nmse(values(tiled), values(grouped)), 1e-3);
+}
+
+// A sequence fed in pieces of 37, 1, 5, 64 and 93 tokens through the state gives the outputs of one
+// call, and the same final state (to float32 rounding: chunks fall at other places).
+TEST(DeltaRule, PiecesThroughTheStateEqualOneCall) {
+  const int64_t T = 200, Hk = 2, Hv = 4, D = 16;
+  Inputs in = inputs(T, Hk, Hv, D, 11);
+  Tensor whole_state = in.state.clone();
+  const Tensor whole = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, whole_state, HeadMap::Tiled);
+  Tensor state = in.state.clone();
+  std::vector<float> got;
+  int64_t at = 0;
+  for (int64_t n : {37, 1, 5, 64, 93}) {
+    auto rows = [&](const Tensor& x) { return x.row_slice(at, at + n).clone(); };
+    const Tensor o =
+        gated_delta_rule(rows(in.q), rows(in.k), rows(in.v), rows(in.g), rows(in.beta), state, HeadMap::Tiled);
+    got.insert(got.end(), o.data(), o.data() + o.numel());
+    at += n;
+  }
+  EXPECT_LE(nmse(values(whole), got), 1e-12);
+  EXPECT_LE(nmse(values(whole_state), values(state)), 1e-12);
+  EXPECT_THROW(gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, state = Tensor::zeros({Hv, D + 1, D}), HeadMap::Tiled),
+               ShapeError);
+}
+
+// y[t, c] = Σ_j w[c, j]·[state; x][t + j, c], by hand on 2 channels, width 3; then the same
+// sequence in two pieces through the window state.
+TEST(DeltaRule, CausalConvolutionKeepsItsWindow) {
+  const Tensor x = Tensor::from({4, 2}, std::vector<float>{1, 10, 2, 20, 3, 30, 4, 40});
+  const Tensor w = Tensor::from({2, 3}, std::vector<float>{1, 2, 3, -1, 0, 1});  // channel 0: 1,2,3; 1: −1,0,1
+  Tensor state = Tensor::zeros({2, 2});
+  const Tensor y = causal_conv1d(x, w, state);
+  // channel 0: [0,0,1]·[1,2,3] = 3, [0,1,2] → 8, [1,2,3] → 14, [2,3,4] → 20; channel 1: x_t − x_{t−2}
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{3, 10, 8, 20, 14, 20, 20, 20}));
+  EXPECT_EQ(state.to_vector(), (std::vector<float>{3, 30, 4, 40}));
+  Tensor s2 = Tensor::zeros({2, 2});
+  std::vector<float> pieces = causal_conv1d(x.row_slice(0, 1).clone(), w, s2).to_vector();
+  for (float v : causal_conv1d(x.row_slice(1, 4).clone(), w, s2).to_vector()) pieces.push_back(v);
+  EXPECT_EQ(pieces, y.to_vector());
+  EXPECT_EQ(l2_norm(Tensor::from({2, 2}, std::vector<float>{3, 4, 0, 0}), 1e-6f).to_vector(),
+            (std::vector<float>{0.6f, 0.8f, 0, 0}));
+}
+
+// The log-decay g = softplus(α + dt_bias)·a per value head.
+TEST(DeltaRule, LogDecay) {
+  const Tensor g =
+      delta_log_decay(Tensor::from({2, 2}, std::vector<float>{0, 1, -1, 30}),
+                      Tensor::from({2}, std::vector<float>{0, 0.5f}), Tensor::from({2}, std::vector<float>{-1, -2}));
+  const std::vector<float> v = g.to_vector();
+  EXPECT_NEAR(v[0], -std::log(2.0), 1e-6);
+  EXPECT_NEAR(v[1], -2 * std::log1p(std::exp(1.5)), 1e-5);
+  EXPECT_NEAR(v[2], -std::log1p(std::exp(-1.0)), 1e-6);
+  EXPECT_FLOAT_EQ(v[3], -61.0f);  // above 20: softplus(x) = x
+}
+
+// A small random qwen35 (a Gated DeltaNet layer, then an attention layer): a prompt fed in pieces
+// through the engine's caches gives the logits of one batch; after reset() the state starts from
+// zero again; a layer asked to continue a sequence whose state it does not hold refuses.
+TEST(DeltaNet, TheStateIsTheLayersCache) {
+  auto u32 = [](int64_t v) { return gguf::Value::of_u32(uint32_t(v)); };
+  const ModelShape shape{.arch = "qwen35",
+                         .n_vocab = 64,
+                         .d_model = 32,
+                         .n_layer = 2,
+                         .n_head = 2,
+                         .n_kv_head = 1,
+                         .d_ff = 64,
+                         .n_ctx = 64,
+                         .tied_output = true,
+                         .keys = {{"ssm.state_size", u32(8)}, {"full_attention_interval", u32(2)}}};
+  auto model = random_model(shape, 5);
+  const std::vector<int32_t> ids = {1, 7, 9, 3, 60, 2, 2, 41};
+  DecodeEngine engine(*model);
+  const std::vector<float> whole = engine.feed(ids).to_vector();
+  engine.reset();
+  std::vector<float> pieces = engine.feed(std::span(ids).first(5)).to_vector();
+  for (float v : engine.feed(std::span(ids).subspan(5)).to_vector()) pieces.push_back(v);
+  EXPECT_LE(nmse(whole, pieces), 1e-12);
+  engine.reset();
+  EXPECT_EQ(engine.feed(ids).to_vector(), whole);
+
+  NoGrad no_grad;
+  RecurrentState fresh;
+  KvCache kv(2, 64, 1, 16);
+  const Ctx later{.seqs = {{.pos0 = 5, .kv = &kv, .state = &fresh}}};
+  EXPECT_THROW(model->forward(Tensor::from_ids({1, 1}, std::vector<int32_t>{3}), later), std::logic_error);
+}
