@@ -84,15 +84,23 @@ std::vector<Flag> flags() {
        "fraction of the corpus held out for evaluation (0: none)"},
       {"eval-batches", FlagType::Int, std::to_string(d.eval_batches), "held-out batches per evaluation"},
       // model
+      {"arch", FlagType::String, d.arch,
+       "architecture of the new model: any toy runs (" + architecture_names() +
+           "); the flags below become its hyper-parameters"},
       {"d-model", FlagType::Int, std::to_string(d.d_model), "model width d_model"},
       {"layers", FlagType::Int, std::to_string(d.n_layer), "number of layers n_layer"},
       {"heads", FlagType::Int, std::to_string(d.n_head), "attention heads n_head (must divide d-model)"},
       {"kv-heads", FlagType::Int, std::to_string(d.n_kv_head),
        "key/value heads n_kv_head, must divide heads (0: = heads)"},
-      {"ff", FlagType::Int, std::to_string(d.d_ff), "feed-forward width d_ff (0: 3 x d-model)"},
+      {"ff", FlagType::Int, std::to_string(d.d_ff), "feed-forward width d_ff (0: 4 x d-model for gpt2, else 3 x)"},
       {"untied", FlagType::Bool, "", "give the output projection its own weights (default: tied to token_embd)"},
-      {"rope-base", FlagType::Float, num(d.rope_base), "RoPE base frequency"},
-      {"rms-eps", FlagType::Float, num(d.rms_eps), "RMSNorm epsilon"},
+      {"rope-base", FlagType::Float, num(d.rope_base), "RoPE base frequency (0: the architecture's, e.g. 10000)"},
+      {"rms-eps", FlagType::Float, num(d.rms_eps),
+       "norm epsilon, RMSNorm or LayerNorm (0: the architecture's, e.g. 1e-5 for llama)"},
+      {"experts", FlagType::Int, std::to_string(d.n_expert),
+       "experts per layer of a mixture-of-experts architecture (olmoe; 0: its default, 8)"},
+      {"experts-used", FlagType::Int, std::to_string(d.n_expert_used),
+       "experts each token is routed to, top-k (olmoe; 0: its default, 2)"},
       // optimisation
       {"context", FlagType::Int, std::to_string(d.context), "tokens per training sequence T"},
       {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B (per micro-batch with --grad-accum)"},
@@ -176,7 +184,8 @@ int run(const Args& a) {
   }
   if (recipe) j["recipe"] = *recipe;
   if (!a.str("init-weights").empty())
-    for (const char* f : {"d-model", "layers", "heads", "kv-heads", "ff", "untied", "rope-base", "rms-eps"})
+    for (const char* f : {"arch", "d-model", "layers", "heads", "kv-heads", "ff", "untied", "rope-base", "rms-eps",
+                          "experts", "experts-used"})
       if (a.has(f)) std::fprintf(stderr, "warning: --%s is ignored: the shapes come from --init-weights\n", f);
   if (!a.str("init-adapter").empty())
     for (const char* f : {"targets", "rank", "alpha"})

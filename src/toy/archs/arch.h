@@ -330,6 +330,7 @@ Architecture architecture() {
   using Model_ = ArchModel<A>;
   Architecture a;
   a.name = A::name;
+  a.variant = A::variant;
   a.load = [](std::shared_ptr<const gguf::GgufFile> f) -> std::unique_ptr<Model> {
     typename A::Hparams h;
     try {

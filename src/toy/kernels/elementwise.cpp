@@ -51,6 +51,10 @@ void gelu_tanh(const float* x, float* y, int64_t n) {
   });
 }
 
+void gelu_tanh_exact(const float* x, float* y, int64_t n) {
+  each(n, [&](int64_t i) { y[i] = gelu_f32(x[i]); });
+}
+
 void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n) {
   each(n, [&](int64_t i) {
     const float v = x[i];

@@ -66,10 +66,13 @@ Tensor silu(const Tensor& x) {
 
 // ggml evaluates GELU through an fp16 table: the input rounded to fp16, the output rounded to
 // fp16, saturating outside (−10, 10). Matching it keeps F32 logits at 1e-9 of llama.cpp's
-// instead of 1e-7 (fixtures/models/CONVENTIONS.md §7). The gradient is that of the exact curve.
+// instead of 1e-7 (fixtures/models/CONVENTIONS.md §7). Training uses the exact curve, forward and
+// backward: the table's steps are not what the gradient differentiates, and moved the gpt2 and
+// gemma2 PyTorch traces by up to 9e-4 in gradient norm (fixtures/train/README.md).
 Tensor gelu_tanh(const Tensor& x) {
-  Tensor y = unary(x, kernels::gelu_tanh);
-  if (needs_grad({&x}))
+  const bool training = needs_grad({&x});
+  Tensor y = unary(x, training ? kernels::gelu_tanh_exact : kernels::gelu_tanh);
+  if (training)
     record(y, "gelu_tanh", {x},
            [x](const Tensor& d) { return std::vector<Tensor>{binary(d, x, kernels::gelu_tanh_backward)}; });
   return y;

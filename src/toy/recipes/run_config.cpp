@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "toy/archs/model.h"
 #include "toy/engines/train_data.h"
 #include "toy/io/file_type.h"
 
@@ -21,9 +22,10 @@ using nlohmann::ordered_json;
 // One table of every setting: its JSON key (= the CLI flag without dashes) and its field.
 template <class F>
 void for_each_setting(TrainRunConfig& c, F&& f) {
-  f("recipe", c.recipe);
+  f("recipe", c.recipe), f("arch", c.arch);
   f("d-model", c.d_model), f("layers", c.n_layer), f("heads", c.n_head), f("kv-heads", c.n_kv_head), f("ff", c.d_ff);
   f("tied", c.tied), f("rope-base", c.rope_base), f("rms-eps", c.rms_eps);
+  f("experts", c.n_expert), f("experts-used", c.n_expert_used);
   f("corpus", c.corpus), f("tokenizer", c.tokenizer), f("data-ids", c.data_ids), f("eval-ids", c.eval_ids);
   f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
   f("alpha", c.alpha), f("dropout", c.dropout);
@@ -141,19 +143,31 @@ void validate(const TrainRunConfig& c) {
   need(c.corpus.empty() || c.data_ids.empty(), "--corpus and --data-ids cannot be combined");
   need(c.eval_ids.empty() || !c.data_ids.empty(), "--eval-ids goes with --data-ids");
   if (c.init_weights.empty()) {
+    const Architecture* arch = find_architecture(c.arch);
+    need(arch, "--arch '" + c.arch + "' is not an architecture toy knows (" + architecture_names() + ")");
     need(c.d_model >= 1 && c.d_model <= kBig, "--d-model must be in [1, 2^20], got " + std::to_string(c.d_model));
     need(c.n_layer >= 1 && c.n_layer <= 4096, "--layers must be in [1, 4096], got " + std::to_string(c.n_layer));
     need(c.n_head >= 1 && c.n_head <= c.d_model, "--heads must be in [1, d-model], got " + std::to_string(c.n_head));
     need(c.d_model % c.n_head == 0,
          "--d-model " + std::to_string(c.d_model) + " is not divisible by --heads " + std::to_string(c.n_head));
-    need((c.d_model / c.n_head) % 2 == 0, "the head size d-model/heads = " + std::to_string(c.d_model / c.n_head) +
-                                              " must be even (RoPE rotates pairs)");
+    need(
+        arch->variant.positions == Positions::Learned || (c.d_model / c.n_head) % 2 == 0,
+        "the head size d-model/heads = " + std::to_string(c.d_model / c.n_head) + " must be even (RoPE rotates pairs)");
     const int64_t kv = c.n_kv_head ? c.n_kv_head : c.n_head;
     need(kv >= 1 && c.n_head % kv == 0,
          "--kv-heads " + std::to_string(c.n_kv_head) + " must divide --heads " + std::to_string(c.n_head));
     need(c.d_ff >= 0 && c.d_ff <= kBig, "--ff must be in [0, 2^20], got " + std::to_string(c.d_ff));
-    need(c.rope_base > 0 && std::isfinite(c.rope_base), "--rope-base must be positive");
-    need(c.rms_eps > 0 && std::isfinite(c.rms_eps), "--rms-eps must be positive");
+    need(c.rope_base >= 0 && std::isfinite(c.rope_base), "--rope-base must be positive (0: the architecture's)");
+    need(c.rms_eps >= 0 && std::isfinite(c.rms_eps), "--rms-eps must be positive (0: the architecture's)");
+    need(c.rope_base == 0 || arch->variant.positions != Positions::Learned,
+         "--rope-base does not apply to " + c.arch + " (learned positions, no RoPE)");
+    const bool moe = arch->variant.ffn == FfnKind::Moe;
+    need(moe || (c.n_expert == 0 && c.n_expert_used == 0),
+         "--experts and --experts-used apply to mixture-of-experts architectures, not " + c.arch);
+    need(c.n_expert >= 0 && c.n_expert <= 1024, "--experts must be in [0, 1024], got " + std::to_string(c.n_expert));
+    need(c.n_expert_used >= 0 && c.n_expert_used <= (c.n_expert ? c.n_expert : 1024),
+         "--experts-used " + std::to_string(c.n_expert_used) + " must be at most --experts " +
+             std::to_string(c.n_expert));
   }
   need(c.context >= 1 && c.context <= kBig, "--context must be in [1, 2^20], got " + std::to_string(c.context));
   need(c.batch >= 1 && c.batch <= kBig, "--batch must be in [1, 2^20], got " + std::to_string(c.batch));

@@ -19,14 +19,17 @@ struct ConfigError : std::invalid_argument {
 struct TrainRunConfig {
   std::string recipe = "from-scratch";
   // Model (from scratch; ignored with init_weights, whose file fixes the architecture).
-  int64_t d_model = 128;  // e.g. 576
-  int64_t n_layer = 4;    // e.g. 30
-  int64_t n_head = 4;     // e.g. 9
-  int64_t n_kv_head = 0;  // 0: = n_head; e.g. 3
-  int64_t d_ff = 0;       // 0: = 3·d_model; e.g. 1536
-  bool tied = true;       // output projection = token_embd
-  float rope_base = 10000.0f;
-  float rms_eps = 1e-5f;
+  std::string arch = "llama";  // any registered architecture (architecture_names()), e.g. "gpt2"
+  int64_t d_model = 128;       // e.g. 576
+  int64_t n_layer = 4;         // e.g. 30
+  int64_t n_head = 4;          // e.g. 9
+  int64_t n_kv_head = 0;       // 0: = n_head; e.g. 3
+  int64_t d_ff = 0;            // 0: 4·d_model for a GELU MLP (gpt2), else 3·d_model; e.g. 1536
+  bool tied = true;            // output projection = token_embd
+  float rope_base = 0;         // 0: the architecture's default (10000 for llama)
+  float rms_eps = 0;           // norm epsilon (RMSNorm, or LayerNorm for gpt2); 0: the architecture's default
+  int64_t n_expert = 0;        // mixture of experts (olmoe): experts per layer; 0: the architecture's default (8)
+  int64_t n_expert_used = 0;   // experts each token uses (top-k); 0: the architecture's default (2)
   // Data.
   std::string corpus;           // UTF-8 text, tokenized once; empty (and no data_ids): default_corpus.h
   std::string tokenizer;        // GGUF with tokenizer.ggml.*; empty: from init_weights, else bytes
