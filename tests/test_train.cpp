@@ -40,8 +40,8 @@ double l2(const Tensor& t) {
 
 // Replays a trace (fixtures/train/README.md) through the training engine: the per-tensor
 // gradient norms at step 0, the loss and global gradient norm before each step, the loss after
-// the last one, and every parameter after it.
-void expect_trace_matches(const std::string& trace) {
+// the last one, and (unless `params` is false) every parameter after it.
+void expect_trace_matches(const std::string& trace, bool params = true) {
   TOY_REQUIRE_FIXTURE(trace_path, "train/" + trace);
   const json ref = json::parse(test::read_text(trace_path));
   TOY_REQUIRE_FIXTURE(model_path, ref["model_file"].get<std::string>());
@@ -92,6 +92,7 @@ void expect_trace_matches(const std::string& trace) {
               worst_norm, rel(after, ref["loss_after_last_step"].get<double>()));
 
   // Parameters after the 8th update: norms, sums and the first 8 values (GGUF memory order).
+  if (!params) return;
   for (const Tensor& p : engine.params()) {
     SCOPED_TRACE(p.name());
     EXPECT_LT(rel(l2(p), ref["param_l2_norm_after"][p.name()].get<double>()), 1e-5);
@@ -115,13 +116,19 @@ TEST(TrainTrace, SmolLM2AdamWMatchesPyTorch) { expect_trace_matches("llama-smoll
 // and GeGLU (gemma2, gemma2softcap with caps that matter); top-2 MoE routing, the router's gradient
 // through the selected softmax probabilities, unselected experts decayed and moved by momentum
 // (olmoe). Weight decay on every tensor of two or more dimensions (position_embd, the router, the
-// 3-D expert stacks), none on 1-D ones. Not listed: qwen25 matches losses and gradient norms, but
-// attn_k.bias (whose exact gradient is 0: a key bias adds the same q·b to every score of a row, so
-// Adam amplifies rounding noise) ends 2e-5 off in L2 norm after 8 steps.
+// 3-D expert stacks), none on 1-D ones.
 class TrainTraceArch : public testing::TestWithParam<const char*> {};
 TEST_P(TrainTraceArch, AdamWMatchesPyTorch) { expect_trace_matches(std::string(GetParam()) + "-adamw.json"); }
 INSTANTIATE_TEST_SUITE_P(Families, TrainTraceArch, testing::Values("gpt2", "qwen3", "gemma2", "gemma2softcap", "olmoe"),
                          [](const testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+// qwen25 (q/k/v biases, NEOX rope): the losses and gradient norms, which the README's tolerances
+// are about, match. Its parameters after 8 steps are not compared: blk.*.attn_k.bias ends 2e-5
+// off in L2 norm where every other tensor of every trace is within 1e-5. That bias gets a gradient
+// 300× smaller than the value bias's (1.1e-3 vs 0.32 at step 0: rotated with each key's position,
+// most of it cancels), which AdamW turns into full-size steps; whether float32 rounding alone
+// explains the rest is open (notes of #16).
+TEST(TrainTrace, Qwen25LossesAndGradientNormsMatchPyTorch) { expect_trace_matches("qwen25-adamw.json", false); }
 
 // ------------------------------------------------------------------------------------------
 // Optimizer pieces.
@@ -479,6 +486,12 @@ TEST(TrainCli, EveryArchitectureTrainsFromScratch) {
     const std::string moe = arch.variant.ffn == FfnKind::Moe ? " --experts 4 --experts-used 2" : "";
     auto r = test::run_toy("train from-scratch --arch " + arch.name + moe + " --corpus " + corpus + kTiny +
                            " --steps 16 --eval-every 0 --runs-dir " + d.path("runs") + " --run-id " + arch.name);
+    if (!arch.untrainable.empty()) {  // refused up front, with the reason, and no bundle left behind
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_NE(r.err.find(arch.untrainable), std::string::npos) << r.err;
+      EXPECT_FALSE(fs::exists(d.dir / "runs" / arch.name));
+      continue;
+    }
     ASSERT_EQ(r.code, 0) << r.err;
     const auto lines = loss_lines(r.out);
     ASSERT_EQ(lines.size(), 16u);

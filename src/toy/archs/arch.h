@@ -9,6 +9,7 @@
 //   Weights                     its parameters, fields named after GGUF tensors
 //   tensors(v, w, h)            the tensor table: GGUF name, field, shape, init rule
 //   forward(w, h, tokens, ctx)  the forward pass, on one screen
+//   untrainable (optional)      why training it is not written yet (a primitive without its backward)
 //
 // The tables are templates over a visitor `v`; the visitors below read them to load a file with
 // shape checks, validate and write metadata, make random weights, walk the parameters, and
@@ -331,6 +332,7 @@ Architecture architecture() {
   Architecture a;
   a.name = A::name;
   a.variant = A::variant;
+  if constexpr (requires { A::untrainable; }) a.untrainable = A::untrainable;
   a.load = [](std::shared_ptr<const gguf::GgufFile> f) -> std::unique_ptr<Model> {
     typename A::Hparams h;
     try {

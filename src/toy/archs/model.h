@@ -99,8 +99,9 @@ struct Description {
 
 // One registered architecture (archs/arch.h builds it from a description).
 struct Architecture {
-  std::string name;  // GGUF general.architecture
-  Variant variant;   // its facts: which norm, positions and FFN (a new model's flags depend on them)
+  std::string name;         // GGUF general.architecture
+  Variant variant;          // its facts: which norm, positions and FFN (a new model's flags depend on them)
+  std::string untrainable;  // why training it is not written yet; empty: it trains
   std::function<std::unique_ptr<Model>(std::shared_ptr<const gguf::GgufFile>)> load;
   // A model with random weights (N(0, 0.02) matrices, unit norms, zero biases, deterministic in
   // `seed`) for metadata `meta`; keys a file must have but `meta` lacks take their defaults for

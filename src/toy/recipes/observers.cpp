@@ -35,24 +35,6 @@ double evaluate(const TrainEngine& e, const std::vector<Batch>& batches) {
   return total / rows;
 }
 
-// Curve points of the events logged before `resume_step` (for loss.svg after a resume).
-void read_curves(const std::string& path, int64_t resume_step, std::vector<CurvePoint>& train,
-                 std::vector<CurvePoint>& eval) {
-  std::map<int64_t, double> tr, ev;
-  std::istringstream in(fs::exists(path) ? read_file(path) : std::string());
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("loss") ||
-        !j["loss"].is_number())
-      continue;
-    const int64_t s = j["step"];
-    if (j.value("kind", "") == "step" && s < resume_step) tr[s] = j["loss"];
-    if (j.value("kind", "") == "eval" && s <= resume_step) ev[s] = j["loss"];
-  }
-  for (auto [s, l] : tr) train.push_back({double(s), l});
-  for (auto [s, l] : ev) eval.push_back({double(s), l});
-}
-
 // Writes checkpoint `step` of a run: the optimizer state first, then the model (a checkpoint
 // counts for --resume once both exist); drops the optimizer state of the previous checkpoint;
 // links weights/final.gguf to the last one.

@@ -145,6 +145,7 @@ void validate(const TrainRunConfig& c) {
   if (c.init_weights.empty()) {
     const Architecture* arch = find_architecture(c.arch);
     need(arch, "--arch '" + c.arch + "' is not an architecture toy knows (" + architecture_names() + ")");
+    need(arch->untrainable.empty(), "--arch " + c.arch + " cannot be trained yet: " + arch->untrainable);
     need(c.d_model >= 1 && c.d_model <= kBig, "--d-model must be in [1, 2^20], got " + std::to_string(c.d_model));
     need(c.n_layer >= 1 && c.n_layer <= 4096, "--layers must be in [1, 4096], got " + std::to_string(c.n_layer));
     need(c.n_head >= 1 && c.n_head <= c.d_model, "--heads must be in [1, d-model], got " + std::to_string(c.n_head));

@@ -255,6 +255,8 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
   else
     model_ = recipe.new_model(c_, tok_->n_vocab());
   init_file.reset();
+  if (const Architecture* a = find_architecture(model_->config().arch); a && !a->untrainable.empty())
+    throw ConfigError(model_->config().arch + " models cannot be trained yet: " + a->untrainable);
   const int64_t V = model_->config().n_vocab;
   if (tok_ && tok_->n_vocab() != V)
     throw DataError("the tokenizer has " + std::to_string(tok_->n_vocab()) + " tokens but the model's vocabulary has " +
