@@ -24,6 +24,7 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("d-model", c.d_model), f("layers", c.n_layer), f("heads", c.n_head), f("kv-heads", c.n_kv_head), f("ff", c.d_ff);
   f("tied", c.tied), f("rope-base", c.rope_base), f("rms-eps", c.rms_eps);
   f("corpus", c.corpus), f("tokenizer", c.tokenizer), f("data-ids", c.data_ids), f("eval-ids", c.eval_ids);
+  f("data", c.data), f("mask-prompt", c.mask_prompt);
   f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
   f("alpha", c.alpha), f("dropout", c.dropout);
   f("init-weights", c.init_weights), f("eval-fraction", c.eval_fraction), f("eval-batches", c.eval_batches);
@@ -133,8 +134,8 @@ void validate(const TrainRunConfig& c) {
     if (!ok) throw ConfigError(what);
   };
   constexpr int64_t kBig = int64_t(1) << 20;
-  need(!c.corpus.empty() || !c.data_ids.empty(), "give a text corpus (--corpus FILE) or token ids (--data-ids FILE)");
-  need(c.corpus.empty() || c.data_ids.empty(), "--corpus and --data-ids cannot be combined");
+  need(int(!c.corpus.empty()) + int(!c.data_ids.empty()) + int(!c.data.empty()) == 1,
+       "give one of a text corpus (--corpus FILE), token ids (--data-ids FILE) or JSONL examples (--data FILE)");
   need(c.eval_ids.empty() || !c.data_ids.empty(), "--eval-ids goes with --data-ids");
   if (c.init_weights.empty()) {
     need(c.d_model >= 1 && c.d_model <= kBig, "--d-model must be in [1, 2^20], got " + std::to_string(c.d_model));
