@@ -34,7 +34,7 @@ const TrainRunConfig kDefaults;
 const std::set<std::string> kResumable = {"steps",      "log-every", "eval-every",  "checkpoint-every",
                                           "stop-after", "threads",   "eval-batches"};
 // Flags that are not settings.
-const std::set<std::string> kNotSettings = {"resume", "untied", "no-progress"};
+const std::set<std::string> kNotSettings = {"resume", "untied", "no-mask-prompt", "no-progress"};
 
 // Ctrl-C (SIGINT) or SIGTERM: the run ends after the step in flight with a checkpoint (exit 130);
 // a second one ends the process at once, as main()'s handler does.
@@ -68,6 +68,11 @@ std::vector<Flag> flags() {
        "little-endian int32 token ids instead of --corpus: step N reads the N-th block of batch*grad-accum*(context+1) "
        "ids"},
       {"eval-ids", FlagType::Path, "", "held-out int32 ids to evaluate on (with --data-ids)"},
+      {"data", FlagType::Path, "",
+       "JSONL fine-tuning examples: {\"text\"}, {\"prompt\", \"completion\"} or chat {\"messages\"} lines "
+       "(docs/training.md); the last --eval-fraction held out"},
+      {"no-mask-prompt", FlagType::Bool, "",
+       "with --data: count the loss on the prompts too (default: on the completions / last assistant message only)"},
       {"init-weights", FlagType::Path, "",
        "start from this GGUF model (its architecture and shapes) instead of random weights"},
       // lora
@@ -156,10 +161,12 @@ int run(const Args& a) {
   if (resume.empty()) {
     j = recipes::to_json(kDefaults);
     j["tied"] = !a.flag("untied");
+    j["mask-prompt"] = !a.flag("no-mask-prompt");
   } else {
     j["stop-after"] = 0;  // per invocation, not per run
     j["threads"] = 0;
-    if (a.has("untied")) throw UsageError("--untied cannot be changed when resuming (config.json fixes it)");
+    for (const char* f : {"untied", "no-mask-prompt"})
+      if (a.has(f)) throw UsageError(std::string("--") + f + " cannot be changed when resuming (config.json fixes it)");
   }
   for (const Flag& f : flags()) {
     if (kNotSettings.count(f.name)) continue;

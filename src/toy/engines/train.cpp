@@ -14,8 +14,9 @@ Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T) {
   std::vector<int32_t> in(size_t(B * T)), out(size_t(B * T));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {
-      in[size_t(b * T + t)] = ids[size_t(b * (T + 1) + t)];
-      out[size_t(b * T + t)] = ids[size_t(b * (T + 1) + t + 1)];
+      const int32_t next = ids[size_t(b * (T + 1) + t + 1)];
+      in[size_t(b * T + t)] = unmasked_id(ids[size_t(b * (T + 1) + t)]);
+      out[size_t(b * T + t)] = next < 0 ? kIgnoreTarget : next;
     }
   return {Tensor::from_ids({B, T}, in), Tensor::from_ids({B * T}, out)};
 }

@@ -41,7 +41,12 @@ struct Batch {
 
 // B sequences of T + 1 ids laid end to end (ids.size() == B·(T + 1)): sequence i is
 // ids[i·(T+1), (i+1)·(T+1)); its inputs are its first T ids, its targets its last T.
+// An id written as masked_id(id) (a prompt or padding token of a fine-tuning example) is the
+// input `id` but not a counted target: its target is kIgnoreTarget.
 Batch make_batch(std::span<const int32_t> ids, int64_t B, int64_t T);
+// ~id (= −1 − id, negative): a token the loss does not predict. unmasked_id(masked_id(id)) == id.
+constexpr int32_t masked_id(int32_t id) { return ~id; }
+constexpr int32_t unmasked_id(int32_t id) { return id < 0 ? ~id : id; }
 
 struct TrainConfig {
   Schedule schedule;       // learning rate: peak, warm-up, cosine or constant

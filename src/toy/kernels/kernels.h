@@ -187,10 +187,11 @@ void layer_norm_backward(const float* w, const float* xhat, const float* rstd, c
 void softmax(const float* x, int64_t R, int64_t C, float* y);
 // dx = y ⊙ (dy − Σ dy·y) per row, from the softmax's output y.
 void softmax_backward(const float* y, const float* dy, int64_t R, int64_t C, float* dx);
-// Mean over the N rows of logsumexp(z_n) − z_n[y_n] (each y_n in [0, V), checked by the caller);
-// lse[N] ← logsumexp(z_n), for backward.
+// Mean over the counted rows of logsumexp(z_n) − z_n[y_n] (each y_n in [0, V), checked by the
+// caller; a negative y_n is an ignored row: not counted, lse[n] left as it is); 0 when none is
+// counted. lse[N] ← logsumexp(z_n), for backward.
 double cross_entropy(const float* z, const int32_t* y, int64_t N, int64_t V, float* lse);
-// dz[N, V] = g·(softmax(z_n) − onehot(y_n)), with g = d loss / N.
+// dz[N, V] = g·(softmax(z_n) − onehot(y_n)), with g = d loss / (counted rows); 0 on ignored rows.
 void cross_entropy_backward(const float* z, const int32_t* y, const float* lse, float g, int64_t N, int64_t V,
                             float* dz);
 

@@ -37,6 +37,7 @@ double cross_entropy(const float* z, const int32_t* y, int64_t N, int64_t V, flo
   std::vector<double> row_loss(static_cast<size_t>(N));
   parallel_for(N, 4, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
+      if (y[n] < 0) continue;  // an ignored target: no loss, no gradient
       const float* zn = z + n * V;
       float mx = -INFINITY;
       for (int64_t v = 0; v < V; ++v) mx = std::max(mx, zn[v]);
@@ -48,14 +49,20 @@ double cross_entropy(const float* z, const int32_t* y, int64_t N, int64_t V, flo
     }
   });
   double total = 0;  // summed in row order
-  for (double l : row_loss) total += l;
-  return total / double(N);
+  int64_t counted = 0;
+  for (int64_t n = 0; n < N; ++n)
+    if (y[n] >= 0) total += row_loss[size_t(n)], ++counted;
+  return counted ? total / double(counted) : 0.0;
 }
 
 void cross_entropy_backward(const float* z, const int32_t* y, const float* lse, float g, int64_t N, int64_t V,
                             float* dz) {
   parallel_for(N, 4, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
+      if (y[n] < 0) {
+        std::fill(dz + n * V, dz + (n + 1) * V, 0.0f);
+        continue;
+      }
       for (int64_t v = 0; v < V; ++v) dz[n * V + v] = g * std::exp(z[n * V + v] - lse[n]);
       dz[n * V + y[n]] -= g;
     }

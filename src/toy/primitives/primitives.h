@@ -108,7 +108,10 @@ struct AttentionOptions {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);
 
 // --- loss -------------------------------------------------------------------------------
-// Mean over rows of −log softmax(logits)[target].  logits: [N, V], targets: I32 [N] -> scalar
+// A target that is not counted (PyTorch's ignore_index): a prompt or padding position.
+inline constexpr int32_t kIgnoreTarget = -100;
+// Mean over the counted rows (target ≠ kIgnoreTarget) of −log softmax(logits)[target]; 0, with
+// a zero gradient, when no row is counted.  logits: [N, V], targets: I32 [N] -> scalar
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 
 // --- reductions used by recipes ---------------------------------------------------------

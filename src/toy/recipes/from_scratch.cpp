@@ -3,6 +3,7 @@
 #include "toy/recipes/from_scratch.h"
 
 #include "toy/archs/model.h"
+#include "toy/recipes/jsonl_data.h"
 #include "toy/recipes/observers.h"
 
 namespace toy::recipes {
@@ -47,7 +48,7 @@ std::unique_ptr<Model> build_model(const TrainRunConfig& c, int64_t n_vocab) {
 }
 
 RunResult train_run(const TrainRunConfig& c, const RunOutput& io, const std::string& resume_dir) {
-  Trainer trainer(c, io, resume_dir, {.new_model = build_model});
+  Trainer trainer(c, io, resume_dir, {.new_model = build_model, .data = load_any_training_data});
   add_standard_observers(trainer);
   return trainer.run();
 }

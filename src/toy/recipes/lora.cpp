@@ -9,6 +9,7 @@
 #include "toy/archs/lora.h"
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
+#include "toy/recipes/jsonl_data.h"
 #include "toy/recipes/observers.h"
 
 namespace toy::recipes {
@@ -132,7 +133,8 @@ RunResult train_lora(const TrainRunConfig& c0, const RunOutput& io, const std::s
                         params.push_back(p.B);
                       }
                       return params;
-                    }};
+                    },
+                .data = load_any_training_data};
   Trainer trainer(c, io, "", recipe);
   trainer.add_observer(console_observer());
   trainer.add_observer(event_file_observer());

@@ -27,6 +27,7 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("tied", c.tied), f("rope-base", c.rope_base), f("rms-eps", c.rms_eps);
   f("experts", c.n_expert), f("experts-used", c.n_expert_used);
   f("corpus", c.corpus), f("tokenizer", c.tokenizer), f("data-ids", c.data_ids), f("eval-ids", c.eval_ids);
+  f("data", c.data), f("mask-prompt", c.mask_prompt);
   f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
   f("alpha", c.alpha), f("dropout", c.dropout);
   f("init-weights", c.init_weights), f("eval-fraction", c.eval_fraction), f("eval-batches", c.eval_batches);
@@ -140,7 +141,9 @@ void validate(const TrainRunConfig& c) {
     if (!ok) throw ConfigError(what);
   };
   constexpr int64_t kBig = int64_t(1) << 20;
-  need(c.corpus.empty() || c.data_ids.empty(), "--corpus and --data-ids cannot be combined");
+  need(int(!c.corpus.empty()) + int(!c.data_ids.empty()) + int(!c.data.empty()) <= 1,
+       "give at most one of a text corpus (--corpus FILE), token ids (--data-ids FILE) or JSONL examples (--data "
+       "FILE); none: the built-in corpus");
   need(c.eval_ids.empty() || !c.data_ids.empty(), "--eval-ids goes with --data-ids");
   if (c.init_weights.empty()) {
     const Architecture* arch = find_architecture(c.arch);

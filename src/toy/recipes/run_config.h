@@ -35,6 +35,8 @@ struct TrainRunConfig {
   std::string tokenizer;        // GGUF with tokenizer.ggml.*; empty: from init_weights, else bytes
   std::string data_ids;         // little-endian int32 ids instead of a corpus
   std::string eval_ids;         // held-out ids for data_ids runs (optional)
+  std::string data;             // JSONL fine-tuning examples (recipes/jsonl_data.h)
+  bool mask_prompt = true;      // with data: the loss on the completions / assistant answers only
   std::string init_weights;     // start from this GGUF instead of random weights
   double eval_fraction = 0.05;  // last part of the corpus held out
   int64_t eval_batches = 8;     // batches of held-out windows per evaluation
