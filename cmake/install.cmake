@@ -95,6 +95,8 @@ function(_toy_write_package)
       string(APPEND TOY_FIND_DEPENDENCIES "find_dependency(CURL)\n")
     elseif(_e STREQUAL "ZLIB::ZLIB")
       string(APPEND TOY_FIND_DEPENDENCIES "find_dependency(ZLIB)\n")
+    elseif(_e STREQUAL "PNG::PNG")
+      string(APPEND TOY_FIND_DEPENDENCIES "find_dependency(PNG)\n")
     elseif(_e MATCHES "^PkgConfig::(.+)$")
       # Recreate PkgConfig::X with the module the build used (recorded by pkg_check_modules as X_MODULE_NAME).
       set(_prefix ${CMAKE_MATCH_1})

@@ -3,6 +3,7 @@
 // and `toy train vit` / `toy eval --images` / `toy infer --image` on a small part of Fashion-MNIST.
 // (Its gradients: GradCheck.VitLoss in test_autograd.cpp.)
 #include <gtest/gtest.h>
+#include <png.h>
 #include <zlib.h>
 
 #include <cmath>
@@ -119,15 +120,48 @@ TEST(Pgm, ReadsBinaryAndPlainImagesAndRefusesMalformedOnes) {
     EXPECT_THROW(read_pgm(d.path(bad)), IdxError) << bad;
 }
 
+// PNG through libpng: a grey image's bytes come back as written, colour is turned into grey,
+// read_image tells PNG from PGM by the signature, and a cut-off file is an IdxError.
+TEST(Png, ReadsGreyAndColourImagesAndRefusesMalformedOnes) {
+  TrainDir d;
+  auto write_png = [&](const std::string& name, uint32_t format, const std::vector<uint8_t>& px) {
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    image.width = 3, image.height = 2, image.format = format;
+    ASSERT_TRUE(png_image_write_to_file(&image, d.path(name).c_str(), 0, px.data(), 0, nullptr)) << image.message;
+  };
+  const std::vector<uint8_t> grey = {0, 0x10, 0x20, 0x30, 0x40, 0xff};
+  write_png("grey.png", PNG_FORMAT_GRAY, grey);
+  const ImageSet g = read_image(d.path("grey.png"));
+  EXPECT_EQ(g.rows, 2);
+  EXPECT_EQ(g.cols, 3);
+  EXPECT_EQ(g.pixels, grey);
+  std::vector<uint8_t> rgb;  // white, black, white / black, white, black
+  for (int i = 0; i < 6; ++i) rgb.insert(rgb.end(), 3, uint8_t(i % 2 ? 0 : 255));
+  write_png("rgb.png", PNG_FORMAT_RGB, rgb);
+  EXPECT_EQ(read_png(d.path("rgb.png")).pixels, (std::vector<uint8_t>{255, 0, 255, 0, 255, 0}));
+  std::ofstream(d.path("a.pgm"), std::ios::binary) << "P2 1 1 15\n15\n";
+  EXPECT_EQ(read_image(d.path("a.pgm")).pixels, (std::vector<uint8_t>{255}));
+  const std::string bytes = test::read_text(d.path("grey.png"));
+  std::ofstream(d.path("cut.png"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(d.path("not.png"), std::ios::binary) << "\x89PNG\r\n\x1a\nnot a chunk";
+  for (const char* bad : {"cut.png", "not.png", "absent.png"}) EXPECT_THROW(read_image(d.path(bad)), IdxError) << bad;
+}
+
 TEST(Vit, GgufRoundTripGivesTheSameLogits) {
   TrainDir d;
   std::unique_ptr<VitModel> m = VitModel::random(tiny_hparams(), 3);
   std::mt19937 rng(5);
   const Tensor images = test::randn({2, 1, 8, 8}, rng);
+  m->write_gguf(d.path("unnamed.gguf"), "tiny");
+  EXPECT_TRUE(VitModel::load(gguf::GgufFile::open(d.path("unnamed.gguf")))->class_names().empty());
+  EXPECT_THROW(m->set_class_names({"cat", "dog"}), std::invalid_argument);  // 3 classes
+  m->set_class_names({"cat", "dog", "bird"});
   m->write_gguf(d.path("vit.gguf"), "tiny");
   std::unique_ptr<VitModel> back = VitModel::load(gguf::GgufFile::open(d.path("vit.gguf")));
   EXPECT_EQ(back->hparams().patch_size, 4);
   EXPECT_EQ(back->hparams().n_class, 3);
+  EXPECT_EQ(back->class_names(), (std::vector<std::string>{"cat", "dog", "bird"}));
   NoGrad ng;
   EXPECT_EQ(m->forward(images).to_vector(), back->forward(images).to_vector());
   EXPECT_EQ(m->forward(images).shape(), (Shape{2, 3}));
@@ -139,6 +173,10 @@ TEST(Vit, GgufRoundTripGivesTheSameLogits) {
   w.set("vit.patch_size", gguf::Value::of_u32(3));  // does not divide 8
   w.write(d.path("bad.gguf"));
   EXPECT_THROW(VitModel::load(gguf::GgufFile::open(d.path("bad.gguf"))), gguf::GgufError);
+  gguf::GgufWriter two_names = gguf::copy_of(*file);
+  two_names.set("vit.class_names", gguf::Value::of_strings({"cat", "dog"}));  // 3 classes
+  two_names.write(d.path("two_names.gguf"));
+  EXPECT_THROW(VitModel::load(gguf::GgufFile::open(d.path("two_names.gguf"))), gguf::GgufError);
   VitHparams odd = tiny_hparams();
   odd.n_head = 3;  // does not divide d_model 8
   EXPECT_THROW(VitModel::random(odd, 1), std::invalid_argument);
@@ -176,12 +214,22 @@ TEST(VitCli, TrainsAboveChanceResumesBitIdenticallyAndEvalAgrees) {
   EXPECT_NE(straight.out.find("step 10: loss="), std::string::npos) << straight.out;
   const auto first = test::run_toy("train vit" + tiny + " --run-id b --stop-after 20 --threads 1");
   ASSERT_EQ(first.code, 0) << first.err;
+  // `toy train --resume` reads the recipe from config.json: a vit run continues as one, and
+  // refuses toy train's settings (a vit run has none of them to change).
+  EXPECT_EQ(test::run_toy("train --resume " + d.path("runs/b") + " --steps 30").code, 2);
+  const auto second = test::run_toy("train --resume " + d.path("runs/b") + " --stop-after 40");
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("step 30: loss="), std::string::npos) << second.out;
   const auto rest = test::run_toy("train vit --resume " + d.path("runs/b"));
   ASSERT_EQ(rest.code, 0) << rest.err;
   const fs::path a = d.dir / "runs/a", b = d.dir / "runs/b";
   EXPECT_EQ(test::read_bytes(a / "weights/final.gguf"), test::read_bytes(b / "weights/final.gguf"));
   EXPECT_TRUE(fs::exists(a / "loss.svg"));
+  EXPECT_NE(test::read_text(a / "accuracy.svg").find("test accuracy"), std::string::npos);
   EXPECT_NE(test::read_text(a / "confusion.txt").find("Ankle boot"), std::string::npos);
+  EXPECT_NE(test::read_text(a / "confusion.svg").find("Ankle boot"), std::string::npos);
+  EXPECT_EQ(VitModel::load(gguf::GgufFile::open((a / "weights/final.gguf").string()))->class_names().back(),
+            "Ankle boot");
 
   const nlohmann::json end = test::events_of(a).back();
   ASSERT_EQ(end["kind"], "run_end");
@@ -205,6 +253,14 @@ TEST(VitCli, TrainsAboveChanceResumesBitIdenticallyAndEvalAgrees) {
   EXPECT_NE(infer.out.find("%"), std::string::npos) << infer.out;
   EXPECT_EQ(test::run_toy("infer " + (a / "weights/final.gguf").string() + " --image 10000").code, 2);
   EXPECT_EQ(test::run_toy("infer " + (a / "weights/final.gguf").string() + " --image " + d.path("no.pgm")).code, 3);
+  png_image image{};  // a 28×28 PNG: classified like a PGM
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 28, image.height = 28, image.format = PNG_FORMAT_GRAY;
+  const std::vector<uint8_t> grey(28 * 28, 200);
+  ASSERT_TRUE(png_image_write_to_file(&image, d.path("grey.png").c_str(), 0, grey.data(), 0, nullptr));
+  const auto png = test::run_toy("infer " + (a / "weights/final.gguf").string() + " --image " + d.path("grey.png"));
+  EXPECT_EQ(png.code, 0) << png.err;
+  EXPECT_NE(png.out.find("%"), std::string::npos) << png.out;
 
   // Missing and malformed data: exit 3, naming the file.
   const auto missing = test::run_toy("train vit" + tiny + " --run-id c --data " + d.path("nothing"));

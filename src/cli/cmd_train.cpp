@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli/cli.h"
+#include "cli/vit.h"
 #include "toy/engines/train_data.h"
 #include "toy/recipes/from_scratch.h"
 #include "toy/recipes/lora.h"
@@ -154,6 +155,12 @@ int run(const Args& a) {
 
   nlohmann::json j;
   try {
+    if (!recipe && !resume.empty() && recipes::run_recipe(resume) == "vit") {  // its own flags: cmd_vit.cpp
+      for (const Flag& f : flags())
+        if (a.has(f.name) && f.name != "resume" && f.name != "stop-after" && f.name != "threads")
+          throw UsageError("--" + f.name + " is not a setting of a vit run (resuming one: --stop-after, --threads)");
+      return train_vit(a);
+    }
     if (!resume.empty()) j = recipes::to_json(recipes::load_run_config(resume));
   } catch (const DataError& e) {
     throw InputError(e.what());
@@ -222,9 +229,11 @@ int run(const Args& a) {
 Registrar reg({
     .name = "train",
     .summary = "train a model from scratch (or from given weights) and write a run bundle",
-    .positionals = {{"RECIPE",
-                     "from-scratch or lora (optional with --resume); vit has flags of its own: toy train vit --help",
-                     /*required=*/false}},
+    .positionals =
+        {{"RECIPE",
+          "from-scratch or lora (optional with --resume, which continues a vit run too); vit has flags of its "
+          "own: toy train vit --help",
+          /*required=*/false}},
     .flags = flags(),
     .run = run,
     .details = "prints `step N: loss=X` for every step (steps count from 1: the loss before update N) and\n"

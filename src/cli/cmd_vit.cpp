@@ -81,7 +81,9 @@ std::vector<Flag> train_flags() {
   };
 }
 
-int train(const Args& a) {
+}  // namespace
+
+int train_vit(const Args& a) {
   const std::string resume = a.str("resume");
   if (a.integer("seed") < 0) throw UsageError("--seed must be ≥ 0");
   nlohmann::json j;
@@ -125,19 +127,22 @@ int train(const Args& a) {
   }
 }
 
+namespace {
+
 Registrar reg({
     .name = "train-vit",
     .summary = "train a ViT image classifier on Fashion-MNIST (also: toy train vit) and write a run bundle",
     .positionals = {},
     .flags = train_flags(),
-    .run = train,
+    .run = train_vit,
     .details = "prints `step N: loss=X acc=Y` every --log-every steps and `eval N: test_loss=X accuracy=Y`;\n"
                "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,weights/final.gguf,loss.svg,\n"
-               "confusion.txt} (docs/vit.md). Ctrl-C ends the run after the step in flight with a checkpoint.\n\n"
+               "accuracy.svg,confusion.txt,confusion.svg} (docs/vit.md). Ctrl-C ends the run after the step in\n"
+               "flight with a checkpoint.\n\n"
                "examples:\n"
                "  toy train vit --run-id fmnist            the defaults: >= 88% test accuracy (docs/vit.md)\n"
                "  toy train vit --train-images 2000 --steps 100 --test-images 500\n"
-               "  toy train vit --resume runs/fmnist",
+               "  toy train vit --resume runs/fmnist     (toy train --resume runs/fmnist: the same)",
 });
 
 std::unique_ptr<VitModel> load_vit(const Args& a) {
@@ -163,7 +168,7 @@ std::vector<Flag> vit_eval_flags() {
 
 std::vector<Flag> vit_infer_flags() {
   return {{"image", FlagType::String, "",
-           "a vit model: classify this PGM file, or the test image of this index in --images"},
+           "a vit model: classify this PNG or PGM file, or the test image of this index in --images"},
           {"images", FlagType::Path, kDataDir, "--image INDEX: the directory of the IDX test split"}};
 }
 
@@ -185,7 +190,7 @@ int eval_vit(const Args& a) {
     return kOk;
   }
   std::printf("accuracy %.4f on %lld images (mean cross-entropy %.4f)\n\n", e.accuracy, (long long)e.n, e.loss);
-  std::cout << recipes::confusion_text(e, recipes::fashion_mnist_classes());
+  std::cout << recipes::confusion_text(e, m->class_names());
   return kOk;
 }
 
@@ -202,7 +207,7 @@ int infer_vit(const Args& a) {
       throw UsageError("--image " + what + ": the test split has images 0 … " + std::to_string(one.n - 1));
   } else {
     try {
-      one = read_pgm(what);
+      one = read_image(what);  // PNG or PGM
     } catch (const IdxError& e) {
       throw InputError(e.what());
     }
@@ -222,14 +227,14 @@ int infer_vit(const Args& a) {
   for (int64_t k = 0; k < K; ++k) order[size_t(k)] = k;
   std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return p[size_t(x)] > p[size_t(y)]; });
   const long long k_shown = a.has("top-k") && a.integer("top-k") > 0 ? std::min<long long>(a.integer("top-k"), K) : 3;
-  const auto& names = recipes::fashion_mnist_classes();
+  const std::vector<std::string>& names = m->class_names();  // K names, or none
+  auto name = [&](int64_t k) { return k < int64_t(names.size()) ? names[size_t(k)].c_str() : ""; };
   if (what.find_first_not_of("0123456789") == std::string::npos)
     std::printf("test image %lld, labelled %d (%s)\n", (long long)item, one.labels[size_t(item)],
-                K <= int64_t(names.size()) ? names[one.labels[size_t(item)]].c_str() : "");
+                name(one.labels[size_t(item)]));
   for (long long r = 0; r < k_shown; ++r) {
     const int64_t k = order[size_t(r)];
-    std::printf("%6.2f%%  %lld %s\n", 100 * p[size_t(k)] / sum, (long long)k,
-                K <= int64_t(names.size()) ? names[size_t(k)].c_str() : "");
+    std::printf("%6.2f%%  %lld %s\n", 100 * p[size_t(k)] / sum, (long long)k, name(k));
   }
   return kOk;
 }

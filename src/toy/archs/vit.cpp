@@ -134,9 +134,14 @@ struct KeyRules : KeyTable<KeyRules> {
 
 }  // namespace
 
+namespace {
+const char* const kClassNamesKey = "vit.class_names";
+}  // namespace
+
 struct VitModel::Impl {
   VitHparams h;
   Vit::Weights w;
+  std::vector<std::string> class_names;  // K names, or none
 };
 
 VitModel::VitModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -152,6 +157,10 @@ std::unique_ptr<VitModel> VitModel::load(std::shared_ptr<const gguf::GgufFile> f
   } catch (const std::invalid_argument& e) {
     throw gguf::GgufError(f->path() + ": " + e.what());
   }
+  for (std::string_view name : f->get_strings(kClassNamesKey)) impl->class_names.emplace_back(name);
+  if (!impl->class_names.empty() && int64_t(impl->class_names.size()) != impl->h.n_class)
+    throw gguf::GgufError(f->path() + ": " + kClassNamesKey + " holds " + std::to_string(impl->class_names.size()) +
+                          " names for " + std::to_string(impl->h.n_class) + " classes");
   TensorLoader loader(f);
   Vit::tensors(loader, impl->w, impl->h);
   return std::unique_ptr<VitModel>(new VitModel(std::move(impl)));
@@ -182,11 +191,21 @@ void VitModel::write_gguf(const std::string& path, const std::string& name) {
   KeyWriter keys(out, Vit::name);
   VitHparams h = impl_->h;
   Vit::keys(keys, h);
+  if (!impl_->class_names.empty()) out.set(kClassNamesKey, gguf::Value::of_strings(impl_->class_names));
   for_each_param([&](Tensor& t) { out.add_tensor(t.name(), t); });
   out.write(path);
 }
 
 const VitHparams& VitModel::hparams() const { return impl_->h; }
+
+const std::vector<std::string>& VitModel::class_names() const { return impl_->class_names; }
+
+void VitModel::set_class_names(std::vector<std::string> names) {
+  if (int64_t(names.size()) != impl_->h.n_class)
+    throw std::invalid_argument("vit: " + std::to_string(names.size()) + " class names for " +
+                                std::to_string(impl_->h.n_class) + " classes");
+  impl_->class_names = std::move(names);
+}
 
 std::vector<TensorSpec> VitModel::tensor_specs() const {
   const std::vector<std::string> present;  // vit has no optional tensors

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "toy/archs/model.h"
 
@@ -44,10 +45,14 @@ class VitModel {
   Tensor forward(const Tensor& images) const;
   // Every parameter, named with its GGUF name, in file order.
   void for_each_param(const std::function<void(Tensor&)>& fn);
-  // general.architecture = "vit", the vit.* keys, every parameter as F32.
+  // general.architecture = "vit", the vit.* keys (vit.class_names when set), every parameter as F32.
   void write_gguf(const std::string& path, const std::string& name);
   const VitHparams& hparams() const;
-  std::vector<TensorSpec> tensor_specs() const;  // name, symbolic and numeric shape of each tensor
+  // The name of each class (K of them; empty when the file names none), kept in the GGUF key
+  // vit.class_names (an array of strings) so that the file alone says what its outputs mean.
+  const std::vector<std::string>& class_names() const;
+  void set_class_names(std::vector<std::string> names);  // throws std::invalid_argument unless K names
+  std::vector<TensorSpec> tensor_specs() const;          // name, symbolic and numeric shape of each tensor
 
   struct Impl;
 

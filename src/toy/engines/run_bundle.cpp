@@ -199,12 +199,13 @@ std::vector<CurvePoint> smooth(std::span<const CurvePoint> p, size_t half) {
 
 }  // namespace
 
-std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title) {
+std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title,
+                     const CurveLabels& labels) {
   const LossCurves run{.name = "", .train = {train.begin(), train.end()}, .eval = {eval.begin(), eval.end()}};
-  return loss_svg(std::span<const LossCurves>(&run, 1), title);
+  return loss_svg(std::span<const LossCurves>(&run, 1), title, labels);
 }
 
-std::string loss_svg(std::span<const LossCurves> runs_in, std::string_view title) {
+std::string loss_svg(std::span<const LossCurves> runs_in, std::string_view title, const CurveLabels& labels) {
   auto finite = [](std::span<const CurvePoint> in) {
     std::vector<CurvePoint> r;
     for (const CurvePoint& c : in)
@@ -255,7 +256,7 @@ std::string loss_svg(std::span<const LossCurves> runs_in, std::string_view title
        "\" stroke=\"black\"/>\n";
   s += "<text x=\"" + num((px0 + px1) / 2) + "\" y=\"" + num(H - 14) + "\" text-anchor=\"middle\">step</text>\n";
   s += "<text x=\"18\" y=\"" + num((py0 + py1) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " +
-       num((py0 + py1) / 2) + ")\">loss (cross-entropy, nats/token)</text>\n";
+       num((py0 + py1) / 2) + ")\">" + xml_escape(labels.y_axis) + "</text>\n";
 
   auto polyline = [&](const std::vector<CurvePoint>& p, const char* color, double width, const char* dash = nullptr) {
     if (p.empty()) return;
@@ -284,8 +285,9 @@ std::string loss_svg(std::span<const LossCurves> runs_in, std::string_view title
       s += "<circle cx=\"" + num(X(p.step)) + "\" cy=\"" + num(Y(p.loss)) + "\" r=\"3\" fill=\"" + c.eval + "\"/>\n";
     const std::string name = runs[i].name.size() > 28 ? runs[i].name.substr(0, 27) + "…" : runs[i].name;
     const std::string prefix = name.empty() ? "" : name + ": ";
-    legend.push_back({c.mean, prefix + "train loss (" + std::to_string(runs[i].train.size()) + " steps)"});
-    if (!runs[i].eval.empty()) legend.push_back({c.eval, prefix + "eval loss (held out)"});
+    legend.push_back(
+        {c.mean, prefix + std::string(labels.train) + " (" + std::to_string(runs[i].train.size()) + " steps)"});
+    if (!runs[i].eval.empty()) legend.push_back({c.eval, prefix + std::string(labels.eval)});
   }
 
   // Legend (top right).
@@ -297,6 +299,47 @@ std::string loss_svg(std::span<const LossCurves> runs_in, std::string_view title
     s += "<line x1=\"" + num(lx + 8) + "\" y1=\"" + num(y) + "\" x2=\"" + num(lx + 30) + "\" y2=\"" + num(y) +
          "\" stroke=\"" + legend[i].color + "\" stroke-width=\"2\"/>\n";
     s += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(y + 4) + "\">" + xml_escape(legend[i].text) + "</text>\n";
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string confusion_svg(std::span<const int64_t> confusion, const std::vector<std::string>& class_names,
+                          std::string_view title) {
+  const size_t K = size_t(std::lround(std::sqrt(double(confusion.size()))));
+  if (K * K != confusion.size()) throw std::invalid_argument("confusion_svg: not a square matrix");
+  constexpr double cell = 44, L = 120, T = 90;  // cell side, room for row names and column names
+  const double W = L + double(K) * cell + 80, H = T + double(K) * cell + 20;
+  auto name = [&](size_t k) { return xml_escape(k < class_names.size() ? class_names[k] : std::to_string(k)); };
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(W) + "\" height=\"" + num(H) +
+                  "\" viewBox=\"0 0 " + num(W) + " " + num(H) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  s += "<rect width=\"" + num(W) + "\" height=\"" + num(H) + "\" fill=\"white\"/>\n";
+  s += "<text x=\"" + num(W / 2) + "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" + xml_escape(title) +
+       " (rows: true class, columns: predicted)</text>\n";
+  for (size_t k = 0; k < K; ++k) {  // column names, slanted; row names
+    const double cx = L + (double(k) + 0.5) * cell, cy = T + (double(k) + 0.5) * cell;
+    s += "<text x=\"" + num(cx) + "\" y=\"" + num(T - 6) + "\" transform=\"rotate(-40 " + num(cx) + " " + num(T - 6) +
+         ")\">" + name(k) + "</text>\n";
+    s += "<text x=\"" + num(L - 6) + "\" y=\"" + num(cy + 4) + "\" text-anchor=\"end\">" + name(k) + "</text>\n";
+  }
+  for (size_t t = 0; t < K; ++t) {
+    int64_t row = 0;
+    for (size_t p = 0; p < K; ++p) row += confusion[t * K + p];
+    for (size_t p = 0; p < K; ++p) {
+      const int64_t n = confusion[t * K + p];
+      const double share = row ? double(n) / double(row) : 0, x = L + double(p) * cell, y = T + double(t) * cell;
+      const int shade = int(std::lround(255 * (1 - share)));  // white (none) to dark blue (the whole row)
+      char fill[16];
+      std::snprintf(fill, sizeof fill, "#%02x%02xff", shade, shade);
+      s += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(cell) + "\" height=\"" + num(cell) +
+           "\" fill=\"" + fill + "\" stroke=\"#dddddd\"/>\n";
+      s += "<text x=\"" + num(x + cell / 2) + "\" y=\"" + num(y + cell / 2 + 4) + "\" text-anchor=\"middle\" fill=\"" +
+           (share > 0.5 ? "white" : "black") + "\">" + std::to_string(n) + "</text>\n";
+    }
+    char acc[32];
+    std::snprintf(acc, sizeof acc, "%.1f%%", row ? 100.0 * double(confusion[t * K + t]) / double(row) : 0.0);
+    s += "<text x=\"" + num(L + double(K) * cell + 8) + "\" y=\"" + num(T + (double(t) + 0.5) * cell + 4) + "\">" +
+         acc + "</text>\n";
   }
   s += "</svg>\n";
   return s;

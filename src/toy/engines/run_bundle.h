@@ -67,9 +67,21 @@ void link_final(const std::string& run_dir, const std::string& model);
 struct CurvePoint {
   double step = 0, loss = 0;
 };
+// What a chart's y axis and its two curves are called (loss by default; a classifier's accuracy).
+struct CurveLabels {
+  std::string_view y_axis = "loss (cross-entropy, nats/token)";
+  std::string_view train = "train loss";
+  std::string_view eval = "eval loss (held out)";
+};
 // A self-contained SVG line chart: the per-step training loss (thin) with its moving average,
 // eval losses as a line with markers, axes with ticks, axis labels, a title and a legend.
-std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title);
+std::string loss_svg(std::span<const CurvePoint> train, std::span<const CurvePoint> eval, std::string_view title,
+                     const CurveLabels& labels = {});
+// A self-contained SVG of a classifier's confusion matrix: confusion[t·K + p] images of true class
+// t predicted as p, one cell each (shaded by the share of its row), rows and columns named by
+// `class_names` (the class number where it has none), each row's accuracy at its end.
+std::string confusion_svg(std::span<const int64_t> confusion, const std::vector<std::string>& class_names,
+                          std::string_view title);
 
 // The curves of one run, for a chart of several (`toy runs compare`).
 struct LossCurves {
@@ -78,7 +90,7 @@ struct LossCurves {
 };
 // The same chart with every run's curves on common axes, each run in its own colours (eval
 // lines dashed when there are several runs).
-std::string loss_svg(std::span<const LossCurves> runs, std::string_view title);
+std::string loss_svg(std::span<const LossCurves> runs, std::string_view title, const CurveLabels& labels = {});
 
 // What a bundle's events.jsonl says about a run (docs/events.md): every invocation's events, a
 // step logged twice (after a kill and --resume) counted once, its later record winning.

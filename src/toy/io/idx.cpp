@@ -1,6 +1,7 @@
 // io/idx.cpp — reading IDX files through zlib (gzread passes an uncompressed file through as is).
 #include "toy/io/idx.h"
 
+#include <png.h>
 #include <zlib.h>
 
 #include <cctype>
@@ -120,6 +121,34 @@ ImageSet read_pgm(const std::string& path) {
     s.pixels[i] = uint8_t(v * 255 / maxval);
   }
   return s;
+}
+
+ImageSet read_png(const std::string& path) {
+  auto fail = [&](const std::string& what) { return IdxError(path + ": " + what); };
+  if (!std::filesystem::is_regular_file(path)) throw fail("no such file");
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, path.c_str()))
+    throw fail(std::string("not a readable PNG image (") + image.message + ")");
+  if (image.width < 1 || image.height < 1 || image.width > 4096 || image.height > 4096) {
+    png_image_free(&image);
+    throw fail("width and height must be in [1, 4096]");
+  }
+  image.format = PNG_FORMAT_GRAY;  // 8-bit grey: libpng converts colour and removes alpha (on black)
+  ImageSet s{.n = 1,
+             .rows = int64_t(image.height),
+             .cols = int64_t(image.width),
+             .pixels = std::vector<uint8_t>(PNG_IMAGE_SIZE(image)),
+             .labels = {0}};
+  if (!png_image_finish_read(&image, /*background=*/nullptr, s.pixels.data(), /*row_stride=*/0, nullptr))
+    throw fail(std::string("damaged PNG image (") + image.message + ")");  // finish_read has freed `image`
+  return s;
+}
+
+ImageSet read_image(const std::string& path) {
+  unsigned char signature[8] = {};
+  std::ifstream(path, std::ios::binary).read(reinterpret_cast<char*>(signature), sizeof signature);
+  return png_sig_cmp(signature, 0, sizeof signature) == 0 ? read_png(path) : read_pgm(path);
 }
 
 }  // namespace toy

@@ -1,5 +1,5 @@
 // io/idx.h — IDX files (the format of MNIST and Fashion-MNIST), plain or gzip-compressed, a
-// labelled image set read from a pair of them, and one greyscale image from a PGM file.
+// labelled image set read from a pair of them, and one greyscale image from a PGM or PNG file.
 //
 // An IDX file is a big-endian header, then the values row-major:
 //   0x00 0x00 <type> <n_dims>   type 0x08 = unsigned byte (the only one toy reads)
@@ -43,5 +43,11 @@ ImageSet read_image_set(const std::string& dir, const std::string& split, int n_
 // A PGM image (binary P5 or plain P2, maxval 1…255, '#' comments) as a set of one image with label
 // 0, its pixels scaled to 0…255. Throws IdxError naming the file when it is missing or malformed.
 ImageSet read_pgm(const std::string& path);
+// A PNG image (any colour type or bit depth; libpng turns colour into grey and composites
+// transparency on black, the background of Fashion-MNIST), as read_pgm returns it. Throws
+// IdxError naming the file when it is missing, not a PNG, damaged or over 4096 pixels a side.
+ImageSet read_png(const std::string& path);
+// read_png for a file that starts with PNG's signature, read_pgm otherwise.
+ImageSet read_image(const std::string& path);
 
 }  // namespace toy

@@ -127,6 +127,17 @@ TrainRunConfig load_run_config(const std::string& run_dir) {
   }
 }
 
+std::string run_recipe(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / "config.json").string();
+  if (!fs::exists(path)) throw DataError(run_dir + ": not a run directory (no config.json)");
+  try {
+    const nlohmann::json j = nlohmann::json::parse(read_file(path));
+    return j.is_object() && j.contains("recipe") ? j.at("recipe").get<std::string>() : "";
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(path + ": " + e.what());
+  }
+}
+
 // A name that stays inside the directory it is joined to: no separator, not "." or "..", no
 // control character (they would end up in paths printed to a terminal), within NAME_MAX.
 bool is_single_path_component(std::string_view name) {

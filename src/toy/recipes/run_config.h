@@ -91,5 +91,8 @@ void validate(const TrainRunConfig& c);
 // Reads `<run_dir>/config.json`. Throws toy::DataError when it is missing, unreadable, not JSON
 // or holds a value of the wrong type.
 TrainRunConfig load_run_config(const std::string& run_dir);
+// The "recipe" of `<run_dir>/config.json` (from-scratch, vit; "" when it names none), so that
+// `toy train --resume DIR` continues a run with its own recipe. Throws as load_run_config.
+std::string run_recipe(const std::string& run_dir);
 
 }  // namespace toy::recipes

@@ -248,6 +248,7 @@ class VitRun {
     } else {
       model_ = VitModel::random(vit_hparams(c_), c_.seed);
     }
+    if (model_->class_names().empty()) model_->set_class_names(fashion_mnist_classes());  // the file names them
     model_->for_each_param([&](Tensor& t) {  // owned F32 copies that take gradients
       const std::string name = t.name();
       t = t.clone().set_name(name);
@@ -303,7 +304,9 @@ class VitRun {
     r.steps_done = s;
     r.completed = s == c_.steps;
     if (r.completed) link_final(run_dir_, checkpoint_model_path(run_dir_, s));
-    write_file_atomic((fs::path(run_dir_) / "confusion.txt").string(), confusion_text(r.test, fashion_mnist_classes()));
+    write_file_atomic((fs::path(run_dir_) / "confusion.txt").string(), confusion_text(r.test, model_->class_names()));
+    write_file_atomic((fs::path(run_dir_) / "confusion.svg").string(),
+                      confusion_svg(r.test.confusion, model_->class_names(), plot_title()));
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(io_.err, "%s: %lld steps in %.1fs, test accuracy %.2f%% (%lld images)\n",
                  r.completed ? "done" : "stopped", (long long)(s - start_), secs, 100 * r.test.accuracy,
@@ -386,6 +389,7 @@ class VitRun {
                        {"accuracy", acc},
                        {"epoch", epoch}});
     train_curve_.push_back({double(s), l});
+    train_accuracy_.push_back({double(s), acc});
     if (c_.log_every > 0 && (s % c_.log_every == 0 || s + 1 == end_))
       std::fprintf(io_.out, "step %lld: loss=%.4f acc=%.3f lr=%.2e (%.0f ms)\n", (long long)s, l, acc, lr, secs * 1e3);
     std::fflush(io_.out);
@@ -405,6 +409,7 @@ class VitRun {
     std::fprintf(io_.out, "eval %lld: test_loss=%.4f accuracy=%.4f (%lld images)\n", (long long)s, e.loss, e.accuracy,
                  (long long)e.n);
     eval_curve_.push_back({double(s), e.loss});
+    eval_accuracy_.push_back({double(s), e.accuracy});
     accuracy_ = e.accuracy, accuracy_step_ = s;
     plot();
     return e;
@@ -423,11 +428,21 @@ class VitRun {
                              {"bytes", fs::file_size(model)}});
   }
 
-  void plot() {
+  std::string plot_title() const {
     char title[160];
     std::snprintf(title, sizeof title, "%s: test accuracy %.2f%% at step %lld",
                   fs::path(run_dir_).filename().string().c_str(), 100 * accuracy_, (long long)accuracy_step_);
-    write_file_atomic((fs::path(run_dir_) / "loss.svg").string(), loss_svg(train_curve_, eval_curve_, title));
+    return title;
+  }
+
+  // loss.svg and accuracy.svg: the training batches' (each step) and the test set's (each evaluation).
+  void plot() {
+    write_file_atomic((fs::path(run_dir_) / "loss.svg").string(), loss_svg(train_curve_, eval_curve_, plot_title()));
+    write_file_atomic((fs::path(run_dir_) / "accuracy.svg").string(),
+                      loss_svg(train_accuracy_, eval_accuracy_, plot_title(),
+                               {.y_axis = "accuracy (share of images classified right)",
+                                .train = "batch accuracy",
+                                .eval = "test accuracy"}));
   }
 
   // The curves of the steps before start_ (a resumed run's plot shows the whole run).
@@ -439,8 +454,13 @@ class VitRun {
           !j["loss"].is_number() || j["step"].get<int64_t>() >= start_)
         continue;
       const CurvePoint p{j["step"].get<double>(), j["loss"].get<double>()};
-      if (j.value("kind", "") == "step") train_curve_.push_back(p);
-      if (j.value("kind", "") == "eval") eval_curve_.push_back(p);
+      const bool train = j.value("kind", "") == "step", eval = j.value("kind", "") == "eval";
+      if (train) train_curve_.push_back(p);
+      if (eval) eval_curve_.push_back(p);
+      if (!j.contains("accuracy") || !j["accuracy"].is_number()) continue;
+      const CurvePoint a{p.step, j["accuracy"].get<double>()};
+      if (train) train_accuracy_.push_back(a);
+      if (eval) eval_accuracy_.push_back(a);
     }
   }
 
@@ -456,7 +476,8 @@ class VitRun {
   EventLog log_;
   std::vector<int64_t> order_;
   int64_t order_epoch_ = -1;
-  std::vector<CurvePoint> train_curve_, eval_curve_;
+  std::vector<CurvePoint> train_curve_, eval_curve_;  // loss
+  std::vector<CurvePoint> train_accuracy_, eval_accuracy_;
   double accuracy_ = 0;
   int64_t accuracy_step_ = 0;
 };
