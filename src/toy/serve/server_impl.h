@@ -14,6 +14,7 @@
 
 #include "toy/serve/api_error.h"
 #include "toy/serve/decode_loop.h"
+#include "toy/serve/metrics.h"
 #include "toy/serve/request.h"
 #include "toy/serve/server.h"
 #include "toy/serve/slots.h"
@@ -70,9 +71,14 @@ struct Server::Impl {
   SlotPool slots;
   DecodeLoop decoder;  // after slots: its Runs hold leases
   HttpServer http;
+  Metrics metrics;
   std::atomic<bool> stopping{false};
 
   void routes();
+  void monitoring_routes();  // /metrics, /props, /slots (monitoring.cpp)
+  // Whether `id` names the served model in a URL (/v1/models/{id}): the --name alias, or the
+  // model file's name with or without .gguf.
+  bool model_id(const std::string& id) const;
   void handle_completion(const httplib::Request& req, const std::string& body, httplib::Response& res,
                          Endpoint endpoint);
   // Reads the body (413 beyond --max-body in any transfer encoding, 408 when it does not arrive
