@@ -1455,6 +1455,10 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
   for (int fd : slow) ::close(fd);
   EXPECT_EQ(refused, 34);
   EXPECT_EQ(closed, 50);
+  size_t logged = 0;  // the request log has a line for each refusal too
+  const std::string log = s.log();
+  for (size_t at = 0; (at = log.find("connection refused 429 (127.0.0.2)", at)) != std::string::npos; ++at) ++logged;
+  EXPECT_EQ(logged, 34u);
   EXPECT_EQ(get(s.port(), "/health").status, 200);
 }
 

@@ -276,6 +276,10 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
     s.metrics.count_request(res.status);
     s.log(printable(req.method + " " + req.path) + " " + std::to_string(res.status) + " (" + req.remote_addr + ")");
   });
+  h.on_refused([&s](int status, const std::string& address) {
+    s.metrics.count_request(status);
+    s.log("connection refused " + std::to_string(status) + " (" + address + "): too many connections from it");
+  });
   s.routes();
 }
 

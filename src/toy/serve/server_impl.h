@@ -41,6 +41,9 @@ class HttpServer : public httplib::Server {
     int max_connections_per_address = 16;
   };
   void set_limits(const Limits& limits) { limits_ = limits; }
+  // Told of each connection refused before a request was read (429 over the per-address limit),
+  // so that the request log and the metrics see those too.
+  void on_refused(std::function<void(int status, const std::string& address)> fn) { on_refused_ = std::move(fn); }
   void widen_backlog(int n);
   void halt();
 
@@ -50,6 +53,7 @@ class HttpServer : public httplib::Server {
   void leave(const std::string& address);
 
   Limits limits_;
+  std::function<void(int, const std::string&)> on_refused_;
   std::mutex mu_;
   std::map<std::string, int> connections_;  // open connections per client address
 };
