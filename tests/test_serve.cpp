@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -252,6 +253,9 @@ TEST(ServeTemplate, InputsAndErrors) {
 class Serve : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // A write to a connection the server closed must fail the request here, not end the test
+    // binary (httplib's client does not pass MSG_NOSIGNAL everywhere).
+    std::signal(SIGPIPE, SIG_IGN);
     model_ = toy::test::fixture(kModel);
     if (model_.empty()) return;
     server_ = new ServerProcess(model_.string(),
@@ -393,7 +397,12 @@ TEST_F(Serve, StreamingChunkFormat) {
   EXPECT_EQ(last["choices"][0]["delta"], json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], whole.j()["choices"][0]["finish_reason"]);
   EXPECT_TRUE(ev.back()["choices"].empty());
-  EXPECT_EQ(ev.back()["usage"], whole.j()["usage"]);
+  // The same usage, but for the cached tokens: the second request reuses the first one's prompt.
+  json usage = ev.back()["usage"], whole_usage = whole.j()["usage"];
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"].get<int>() - 1);
+  usage.erase("prompt_tokens_details");
+  whole_usage.erase("prompt_tokens_details");
+  EXPECT_EQ(usage, whole_usage);
   EXPECT_EQ(text, whole.j()["choices"][0]["message"]["content"]);
 
   // Without include_usage there is no usage key at all.
@@ -552,7 +561,7 @@ TEST_F(Serve, ClientMistakes) {
        "messages[0].role"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", 400,
        ""},
-      {"/v1/chat/completions", R"({"model":"gpt-4","messages":)" + msgs + "}", 404, "model"},
+      {"/v1/chat/completions", R"({"model":5,"messages":)" + msgs + "}", 400, "model"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":"hot"})", 400,
        "temperature"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"temperature":7})", 400, "temperature"},
@@ -560,7 +569,8 @@ TEST_F(Serve, ClientMistakes) {
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"max_tokens":2.5})", 400, "max_tokens"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"stream":"yes"})", 400, "stream"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"stop":[1]})", 400, ""},
-      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"n":3})", 400, "n"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"n":0})", 400, "n"},
+      {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"n":129})", 400, "n"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"top_logprobs":3})", 400, "top_logprobs"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":)" + msgs + R"(,"logit_bias":{"x":1}})", 400,
        "logit_bias"},
@@ -593,6 +603,48 @@ TEST_F(Serve, ClientMistakes) {
   EXPECT_EQ(
       post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "still serving"}, {"max_tokens", 2}}).status,
       200);
+}
+
+// n > 1: choice i is the answer of n = 1 with seed + i, streamed (chunks carry their index) or not.
+TEST_F(Serve, SeveralChoicesAreSeededPerChoice) {
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    SCOPED_TRACE(path);
+    const bool chat = std::string(path) == "/v1/chat/completions";
+    auto ask = [&](int n, uint64_t seed, bool stream) {
+      json q = {{"model", "tiny"}, {"max_tokens", 6}, {"temperature", 1},
+                {"seed", seed},    {"n", n},          {"ignore_eos", true}};
+      if (chat)
+        q["messages"] = {{{"role", "user"}, {"content", "Tell me a story"}}};
+      else
+        q["prompt"] = "Once upon a time";
+      if (stream) q.update({{"stream", true}, {"stream_options", {{"include_usage", true}}}});
+      const Reply r = post(port, path, q);
+      EXPECT_EQ(r.status, 200) << r.body;
+      std::vector<std::string> texts(static_cast<size_t>(n), "");
+      int64_t completion_tokens = -1;
+      if (!stream) {
+        const json j = r.j();
+        EXPECT_EQ(j["choices"].size(), size_t(n));
+        for (const json& c : j["choices"])
+          texts.at(c["index"].get<size_t>()) = chat ? c["message"]["content"] : c["text"];
+        completion_tokens = j["usage"]["completion_tokens"];
+      } else {
+        bool done = false;
+        for (const json& e : sse_events(r.body, &done)) {
+          if (e["choices"].empty()) completion_tokens = e["usage"]["completion_tokens"];
+          for (const json& c : e["choices"])
+            texts.at(c["index"].get<size_t>()) += chat ? c["delta"].value("content", "") : c["text"].get<std::string>();
+        }
+        EXPECT_TRUE(done);
+      }
+      EXPECT_EQ(completion_tokens, 6 * n) << "usage counts every choice";
+      return texts;
+    };
+    const std::vector<std::string> three = ask(3, 21, false);
+    EXPECT_EQ(ask(3, 21, true), three);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(ask(1, 21 + uint64_t(i), false)[0], three[size_t(i)]) << "choice " << i;
+    EXPECT_TRUE(three[0] != three[1] || three[1] != three[2]);
+  }
 }
 
 // Odd values in every field: a 4xx or a 200, never a 5xx (SDKs retry those), never a crash.
@@ -1086,6 +1138,160 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Prompt cache: a prompt that starts with what the slot holds (the previous prompt and the tokens
+// generated after it) skips those tokens, and answers bit for bit as without the cache.
+
+TEST(ServeCache, APromptPrefixIsReusedAndAnswersAsWithout) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 1 --ctx 256");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+  const std::vector<int32_t> prompt =
+      post(port, "/tokenize", json{{"content", "Once upon a time, in a land far"}, {"add_special", true}})
+          .j()["tokens"];
+  const int64_t P = int64_t(prompt.size());
+  auto ask = [&](const std::vector<int32_t>& ids, bool cache, bool stream = false) {
+    json q = {{"model", "tiny"}, {"prompt", ids}, {"max_tokens", 12},   {"temperature", 0.9},
+              {"seed", 5},       {"logprobs", 3}, {"ignore_eos", true}, {"cache_prompt", cache}};
+    if (stream) q.update({{"stream", true}, {"stream_options", {{"include_usage", true}}}});
+    const Reply r = post(port, "/v1/completions", q);
+    EXPECT_EQ(r.status, 200) << r.body;
+    if (!stream) return r.j();
+    bool done = false;  // the streamed answer, put together as one non-streamed choice
+    json out = {
+        {"choices", {{{"text", ""}, {"logprobs", {{"tokens", json::array()}, {"token_logprobs", json::array()}}}}}}};
+    for (const json& e : sse_events(r.body, &done)) {
+      if (e["choices"].empty()) {
+        out["usage"] = e["usage"];
+        continue;
+      }
+      const json& c = e["choices"][0];
+      out["choices"][0]["text"] = out["choices"][0]["text"].get<std::string>() + c["text"].get<std::string>();
+      if (!c["logprobs"].is_null())
+        for (const char* k : {"tokens", "token_logprobs"})
+          for (const json& x : c["logprobs"][k]) out["choices"][0]["logprobs"][k].push_back(x);
+    }
+    EXPECT_TRUE(done);
+    return out;
+  };
+  auto cached = [](const json& a) { return a["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(); };
+  auto same = [](const json& a, const json& b) {  // text and logprobs, to the last bit (JSON numbers round-trip)
+    EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+    EXPECT_EQ(a["choices"][0]["logprobs"]["tokens"], b["choices"][0]["logprobs"]["tokens"]);
+    EXPECT_EQ(a["choices"][0]["logprobs"]["token_logprobs"], b["choices"][0]["logprobs"]["token_logprobs"]);
+  };
+
+  const json cold = ask(prompt, false);
+  EXPECT_EQ(cached(cold), 0);
+  const json warm = ask(prompt, true);  // all but the last token (whose logits are needed) reused
+  EXPECT_EQ(cached(warm), P - 1);
+  same(warm, cold);
+  const json streamed = ask(prompt, true, /*stream=*/true);
+  EXPECT_EQ(cached(streamed), P - 1);
+  same(streamed, cold);
+
+  // The slot now holds the prompt and the tokens generated after it (fed one by one in the decode
+  // loop): a prompt that continues the text reuses those rows too.
+  const std::string text = "Once upon a time, in a land far" + warm["choices"][0]["text"].get<std::string>();
+  std::vector<int32_t> longer = post(port, "/tokenize", json{{"content", text}, {"add_special", true}}).j()["tokens"];
+  ASSERT_TRUE(std::equal(prompt.begin(), prompt.end(), longer.begin()));
+  longer.insert(longer.end(), {450, 1095});
+  const json reused = ask(longer, true);
+  EXPECT_GT(cached(reused), P) << "rows of generated tokens were reused";
+  EXPECT_LE(cached(reused), int64_t(longer.size()) - 2);
+  const json fresh = ask(longer, false);
+  EXPECT_EQ(cached(fresh), 0);
+  same(reused, fresh);
+  // A prompt that diverges early reuses only the common part, and still answers as without.
+  std::vector<int32_t> other = prompt;
+  other[2] = 1000;
+  const json diverged = ask(other, true);
+  EXPECT_EQ(cached(diverged), 2);
+  same(diverged, ask(other, false));
+  EXPECT_NE(s.log().find("(" + std::to_string(P - 1) + " cached)"), std::string::npos)
+      << "the log counts reused tokens";
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Monitoring: /metrics counts every request by status and the tokens of completions, /props and
+// /slots show the settings and the slots, the log has a line per request (refused ones too) and a
+// warning for ignored fields; any model name is served.
+
+TEST(ServeMonitoring, MetricsPropsSlotsLogAndModelNames) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 2 --ctx 256 --api-key sesame");
+  ASSERT_NE(s.port(), 0) << s.log();
+  httplib::Client c("127.0.0.1", s.port());
+  c.set_read_timeout(60, 0);
+  c.set_bearer_token_auth("sesame");
+  auto metric = [&](const std::string& line_start) {  // the value of the sample line that starts so
+    const auto r = c.Get("/metrics");
+    EXPECT_TRUE(r && r->status == 200);
+    const std::string text = r ? r->body : "";
+    const size_t at = text.find("\n" + line_start + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + 1 + line_start.size() + 1));
+  };
+  // Any model name is served (one model is loaded); answers name the served model.
+  for (const char* name : {"tiny", "llama-2-tiny-random", "gpt-4o"}) {
+    const json q = {{"model", name},      {"prompt", "Hello there"}, {"max_tokens", 5}, {"temperature", 0},
+                    {"ignore_eos", true}, {"frobnicate", 1},         {"user", "me"}};
+    const auto r = c.Post("/v1/completions", q.dump(), "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+    EXPECT_EQ(json::parse(r->body)["model"], "tiny");
+  }
+  EXPECT_EQ(c.Get("/v1/models/llama-2-tiny-random.gguf")->status, 200);  // the file's name is the model's id too
+  EXPECT_EQ(c.Get("/v1/models/gpt-4o")->status, 404);
+  EXPECT_EQ(c.Post("/v1/completions", R"({"prompt":5})", "application/json")->status, 400);
+  httplib::Client keyless("127.0.0.1", s.port());
+  EXPECT_EQ(keyless.Get("/v1/models")->status, 401);
+
+  EXPECT_EQ(metric("toy_requests_total{status=\"200\"}"), 4);  // 3 completions, a model lookup
+  EXPECT_EQ(metric("toy_requests_total{status=\"400\"}"), 1);
+  EXPECT_EQ(metric("toy_requests_total{status=\"401\"}"), 1);
+  EXPECT_EQ(metric("toy_requests_total{status=\"404\"}"), 1);
+  EXPECT_EQ(metric("toy_completions_total"), 3);
+  EXPECT_EQ(metric("toy_generated_tokens_total"), 15);
+  // The same prompt three times on slot 0: fed once whole, then all but its last token reused.
+  const double P = metric("toy_prompt_cached_tokens_total") / 2 + 1;
+  EXPECT_EQ(metric("toy_prompt_cache_hits_total"), 2);
+  EXPECT_EQ(metric("toy_prompt_tokens_total"), P + 2);
+  EXPECT_GT(metric("toy_generation_tokens_per_second"), 0);
+  EXPECT_GT(metric("toy_prompt_tokens_per_second"), 0);
+  EXPECT_EQ(metric("toy_slots_total"), 2);
+  EXPECT_EQ(metric("toy_slots_busy"), 0);
+  EXPECT_EQ(metric("toy_requests_waiting"), 0);
+
+  const auto props = c.Get("/props");
+  ASSERT_TRUE(props && props->status == 200);
+  const json p = json::parse(props->body);
+  EXPECT_EQ(p["total_slots"], 2);
+  EXPECT_EQ(p["model_alias"], "tiny");
+  EXPECT_EQ(p["default_generation_settings"]["n_ctx"], 256);
+  EXPECT_TRUE(p["chat_template"].is_string());
+  const auto slots = c.Get("/slots");
+  ASSERT_TRUE(slots && slots->status == 200);
+  const json sl = json::parse(slots->body);
+  ASSERT_EQ(sl.size(), 2u);
+  EXPECT_EQ(sl[0]["is_processing"], false);
+  EXPECT_EQ(sl[0]["n_cached_tokens"], P + 4);  // the prompt and 4 of the 5 generated tokens (the last is not fed)
+  EXPECT_EQ(sl[1]["n_cached_tokens"], 0);
+  EXPECT_EQ(keyless.Get("/metrics")->status, 401);  // monitoring is behind the key like the API
+
+  const std::string log = s.log();
+  EXPECT_NE(log.find("POST /v1/completions 200"), std::string::npos) << log;
+  EXPECT_NE(log.find("POST /v1/completions 400"), std::string::npos) << log;
+  EXPECT_NE(log.find("GET /v1/models 401"), std::string::npos) << log;
+  EXPECT_NE(log.find("GET /v1/models/gpt-4o 404"), std::string::npos) << log;
+  size_t warnings = 0;
+  for (size_t at = 0; (at = log.find("ignored unknown request fields: frobnicate, user\n", at)) != std::string::npos;
+       ++at)
+    ++warnings;
+  EXPECT_EQ(warnings, 3u) << log;
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+}
+
+// ---------------------------------------------------------------------------------------------
 // A server of its own: one slot, one queue place, to see the queue fill.
 
 TEST(ServeQueue, FullQueueGets503AndWaitersAreServed) {
@@ -1254,6 +1460,10 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
   for (int fd : slow) ::close(fd);
   EXPECT_EQ(refused, 34);
   EXPECT_EQ(closed, 50);
+  size_t logged = 0;  // the request log has a line for each refusal too
+  const std::string log = s.log();
+  for (size_t at = 0; (at = log.find("connection refused 429 (127.0.0.2)", at)) != std::string::npos; ++at) ++logged;
+  EXPECT_EQ(logged, 34u);
   EXPECT_EQ(get(s.port(), "/health").status, 200);
 }
 

@@ -72,6 +72,7 @@ int run(const Args& a) {
 
   serve::ServerConfig cfg;
   cfg.model_name = a.has("name") ? a.str("name") : std::filesystem::path(l.file->path()).stem().string();
+  cfg.model_file = l.file->path();
   cfg.parallel = int(parallel);
   cfg.queue = int(queue);
   cfg.n_ctx = ctx;

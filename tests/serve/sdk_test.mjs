@@ -144,8 +144,33 @@ await check('seeded sampling is reproducible', async () => {
   assert.equal(a.choices[0].text, b.choices[0].text);
 });
 
+await check('n > 1 choices: chat and completions, streamed and not, seeded', async () => {
+  const chat = (extra) => client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 1, seed: 11, n: 3, ...extra });
+  const a = await chat({}), b = await chat({});
+  assert.equal(a.choices.length, 3);
+  a.choices.forEach((c, i) => assert.equal(c.index, i));
+  assert.deepEqual(a.choices.map((c) => c.message.content), b.choices.map((c) => c.message.content), 'same seed, same choices');
+  assert.ok(new Set(a.choices.map((c) => c.message.content)).size > 1, 'the choices differ');
+  checkUsage(a.usage);
+  const withLogprobs = await chat({ logprobs: true });  // every choice's tokens count in usage
+  assert.equal(withLogprobs.usage.completion_tokens, withLogprobs.choices.reduce((n, c) => n + c.logprobs.content.length, 0));
+  // Streamed: the SDK's helper puts the choices together by index.
+  const final = await client.beta.chat.completions.stream({ model, messages, max_tokens: 8, temperature: 1, seed: 11, n: 3 }).finalChatCompletion();
+  assert.deepEqual(final.choices.map((c) => c.message.content), a.choices.map((c) => c.message.content));
+  // A choice of n = 3 is the answer of n = 1 with seed + index.
+  const third = await chat({ n: 1, seed: 13 });
+  assert.equal(third.choices[0].message.content, a.choices[2].message.content);
+
+  const comp = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 6, temperature: 1, seed: 3, n: 2 });
+  assert.equal(comp.choices.length, 2);
+  const stream = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 6, temperature: 1, seed: 3, n: 2, stream: true });
+  const texts = ['', ''];
+  for await (const chunk of stream) for (const c of chunk.choices) texts[c.index] += c.text;
+  assert.deepEqual(texts, comp.choices.map((c) => c.text));
+});
+
 await check('errors become typed SDK exceptions', async () => {
-  await assert.rejects(client.chat.completions.create({ model: 'no-such-model', messages }), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
+  await assert.rejects(client.models.retrieve('no-such-model'), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
   await assert.rejects(client.chat.completions.create({ model, messages: [] }), (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
   await assert.rejects(client.chat.completions.create({ model, messages, temperature: 'hot' }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'temperature');
 });

@@ -43,6 +43,7 @@ class RecurrentState {
   };
   Layer& layer(int64_t l);  // grows the list as needed
   void clear() { layers_.clear(); }
+  bool empty() const { return layers_.empty(); }
   size_t bytes() const;
 
  private:

@@ -16,8 +16,8 @@ DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx, DType kv_type)
 void DecodeEngine::check_room(std::span<const int32_t> ids) const {
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   if (T == 0) throw std::invalid_argument("feed: no tokens");
-  if (n_past_ + T > n_ctx())
-    throw std::length_error(std::to_string(n_past_ + T) + " tokens do not fit the context of " +
+  if (n_past() + T > n_ctx())
+    throw std::length_error(std::to_string(n_past() + T) + " tokens do not fit the context of " +
                             std::to_string(n_ctx()));
   for (int32_t id : ids)
     if (id < 0 || id >= V)
@@ -29,9 +29,9 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   check_room(ids);
   const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
   NoGrad no_grad;
-  const Ctx ctx{.seqs = {{.pos0 = n_past_, .kv = &cache_, .state = &state_}}, .last_logits = last_only};
+  const Ctx ctx{.seqs = {{.pos0 = n_past(), .kv = &cache_, .state = &state_}}, .last_logits = last_only};
   Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
-  n_past_ += T;
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
   return logits.reshape({logits.size(1), V});
 }
 
@@ -45,11 +45,11 @@ Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::spa
     DecodeEngine& e = *engines[size_t(b)];
     if (&e.model_ != &model) throw std::invalid_argument("feed_batch: the engines run different models");
     e.check_room(ids.subspan(size_t(b), 1));
-    ctx.seqs.push_back({.pos0 = e.n_past_, .kv = &e.cache_, .state = &e.state_});
+    ctx.seqs.push_back({.pos0 = e.n_past(), .kv = &e.cache_, .state = &e.state_});
   }
   NoGrad no_grad;
   Tensor logits = model.forward(Tensor::from_ids({B, 1}, ids), ctx);  // [B, 1, V]
-  for (DecodeEngine* e : engines) ++e->n_past_;
+  for (size_t b = 0; b < engines.size(); ++b) engines[b]->tokens_.push_back(ids[b]);
   return logits.reshape({B, model.config().n_vocab});
 }
 

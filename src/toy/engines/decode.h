@@ -1,6 +1,7 @@
 // engines/decode.h — L4: drive a model token by token with a KV cache, and sample.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,11 +27,23 @@ class DecodeEngine {
   // model) in one forward pass of B rows, so each weight matrix is read once for all of them.
   // Returns logits [B, n_vocab]; row b has the bits engines[b]->feed({ids[b]}) would return.
   static Tensor feed_batch(std::span<DecodeEngine* const> engines, std::span<const int32_t> ids);
-  int64_t n_past() const { return n_past_; }
+  int64_t n_past() const { return int64_t(tokens_.size()); }
   int64_t n_ctx() const { return cache_.n_ctx(); }
   size_t kv_cache_bytes() const { return cache_.bytes(); }
+  // The ids whose KV rows the cache holds, in position order (n_past() of them).
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  // Keeps the first n cached positions and forgets the rest: the next feed() continues at n.
+  // A prompt that starts with tokens()[0, n) can so skip its first n tokens (prompt caching).
+  // A model with recurrent layers cannot rewind their state: short of n_past() it starts over,
+  // so read n_past() afterwards.
+  void truncate(int64_t n) {
+    n = std::clamp<int64_t>(n, 0, n_past());
+    if (n < n_past() && !state_.empty()) n = 0;
+    tokens_.resize(size_t(n));
+    if (n == 0) state_.clear();
+  }
   void reset() {
-    n_past_ = 0;
+    tokens_.clear();
     state_.clear();
   }
   const Model& model() const { return model_; }
@@ -41,7 +54,7 @@ class DecodeEngine {
   const Model& model_;
   KvCache cache_;
   RecurrentState state_;
-  int64_t n_past_ = 0;
+  std::vector<int32_t> tokens_;  // what positions [0, n_past) hold
 };
 
 struct SamplerConfig {

@@ -1,6 +1,7 @@
 // serve/completion.cpp — prompt, sampling loop, stop strings and logprob bookkeeping.
 #include "toy/serve/completion.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -67,9 +68,19 @@ Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::ve
 }
 
 const std::vector<TokenLogprob>& Completion::prefill() {
-  engine_.reset();
+  // The longest prefix the engine holds already, short of the prompt's last token.
+  size_t reuse = 0;
+  if (s_.cache_prompt && !s_.prompt_logprobs) {
+    const std::vector<int32_t>& held = engine_.tokens();
+    const size_t most = std::min(held.size(), history_.size() - 1);
+    while (reuse < most && held[reuse] == history_[reuse]) ++reuse;
+  }
+  engine_.truncate(int64_t(reuse));
+  reuse = size_t(engine_.n_past());  // a recurrent model (qwen35) starts over rather than rewind
+  r_.cached_tokens = int64_t(reuse);
   const auto t0 = clock_type::now();
-  logits_ = feed_prompt(engine_, history_, std::max(s_.logprobs, 0), s_.prompt_logprobs ? &r_.prompt : nullptr);
+  logits_ = feed_prompt(engine_, std::span<const int32_t>(history_).subspan(reuse), std::max(s_.logprobs, 0),
+                        s_.prompt_logprobs ? &r_.prompt : nullptr);
   r_.prompt_seconds = seconds_since(t0);
   t_generate_ = clock_type::now();
   if (s_.max_tokens <= 0) done_ = true;

@@ -31,6 +31,10 @@ struct GenerationSettings {
   float presence_penalty = 0, frequency_penalty = 0;
   std::map<int32_t, float> logit_bias;
   bool ignore_eos = false;
+  // Reuse the KV rows of the slot's previous request for the prompt prefix they share (llama.cpp's
+  // cache_prompt). The logits are the same bits either way: each position's rows depend only on
+  // the tokens up to it, not on how they were batched.
+  bool cache_prompt = true;
 };
 
 struct TokenLogprob {
@@ -50,6 +54,7 @@ struct CompletionResult {
   std::vector<TokenLogprob> tokens;  // logprobs of the answer's tokens (when asked)
   std::vector<TokenLogprob> prompt;  // logprobs of the prompt's tokens (when asked)
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV rows were reused, not fed (cache_prompt)
   std::string finish_reason;  // "stop" (end of text or a stop string) or "length"
   bool cancelled = false;     // ended early: the client went away
   double prompt_seconds = 0, generate_seconds = 0;
@@ -63,8 +68,9 @@ class Completion {
  public:
   Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt,
              GenerationSettings settings);
-  // Resets the engine and feeds the prompt. Returns the prompt's logprobs when prompt_logprobs is
-  // set (empty otherwise).
+  // Feeds the prompt: the part the engine does not already hold with cache_prompt (at least its
+  // last token, whose logits are needed), all of it otherwise. Returns the prompt's logprobs when
+  // prompt_logprobs is set (empty otherwise; that needs every prompt row, so nothing is reused).
   const std::vector<TokenLogprob>& prefill();
   // Samples the next token and returns the text it releases, with the logprobs of the tokens
   // that text completes. Afterwards either done(), or next_token() is to be fed and its logits

@@ -32,11 +32,15 @@ struct Job {
 // "12 + 40 tokens, 0.31 s" for the log.
 std::string summary(const CompletionResult& r) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "prompt %lld + completion %lld tokens (%s), %.2f s%s", (long long)r.prompt_tokens,
-                (long long)r.completion_tokens, r.finish_reason.c_str(), r.prompt_seconds + r.generate_seconds,
+  std::snprintf(buf, sizeof buf, "prompt %lld (%lld cached) + completion %lld tokens (%s), %.2f s%s",
+                (long long)r.prompt_tokens, (long long)r.cached_tokens, (long long)r.completion_tokens,
+                r.finish_reason.c_str(), r.prompt_seconds + r.generate_seconds,
                 r.cancelled ? ", client went away" : "");
   return buf;
 }
+
+// " choice 2" in the log when a request asks for several choices.
+std::string choice_name(const Job& job, int index) { return job.req.n > 1 ? " choice " + std::to_string(index) : ""; }
 
 // The prompt as token ids. Text is tokenized like llama.cpp's server: BOS as the tokenizer says,
 // special tokens written in the text (<|im_start|>) recognised.
@@ -73,9 +77,8 @@ Job prepare(const Server::Impl& s, const std::string& body, Endpoint endpoint) {
   Job job;
   job.req = parse_request(parse_json_body(body), endpoint);
   const CompletionRequest& r = job.req;
-  if (r.model && *r.model != s.config.model_name)
-    throw ApiError(404, "The model '" + *r.model + "' does not exist (this server has '" + s.config.model_name + "')",
-                   "model", "model_not_found");
+  // `model` selects nothing: one model is loaded, and it answers whatever name the client uses
+  // (as llama-server does); answers carry the served model's id.
   for (const auto& [id, bias] : r.logit_bias)
     if (id >= s.tokenizer->n_vocab())
       throw bad_request("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -111,7 +114,7 @@ void prepare_prompt(const Server::Impl& s, Job& job) {
                .min_p = r.min_p,
                .repeat_penalty = 1.0f,
                .repeat_last_n = 0,
-               .seed = r.seed.value_or(std::random_device{}())};
+               .seed = 0};  // per choice: choice_settings()
   g.stop = r.stop;
   g.logprobs = r.logprobs;
   g.prompt_logprobs = r.echo && r.logprobs >= 0;
@@ -119,17 +122,42 @@ void prepare_prompt(const Server::Impl& s, Job& job) {
   g.frequency_penalty = r.frequency_penalty;
   g.logit_bias = r.logit_bias;
   g.ignore_eos = r.ignore_eos;
+  g.cache_prompt = r.cache_prompt;
 }
 
-// A request's generation: its prompt here, on its HTTP thread, then its tokens in the decode loop
+// The settings of choice `index` (n > 1): its own seed, seed + index when the request gave one,
+// so that every choice is reproducible and the choices differ.
+GenerationSettings choice_settings(const Job& job, int index) {
+  GenerationSettings g = job.settings;
+  g.sampler.seed = job.req.seed ? *job.req.seed + uint64_t(index) : std::random_device{}();
+  return g;
+}
+
+// The answer when no slot can be had: the queue is full, or the server is stopping.
+ApiError no_slot(const Server::Impl& s) {
+  if (s.stopping) return ApiError(503, "The server is shutting down", "", "shutting_down");
+  return ApiError(503,
+                  "The server is busy: all " + std::to_string(s.config.parallel) + " slots are generating and " +
+                      std::to_string(s.config.queue) + " requests are waiting; retry later",
+                  "", "server_busy");
+}
+
+// Fills an empty `lease` with a slot (the next choice's); false when none can be had.
+bool lease_slot(SlotPool& slots, std::optional<SlotPool::Lease>& lease) {
+  if (!lease)
+    if (auto l = slots.acquire()) lease.emplace(std::move(*l));
+  return lease.has_value();
+}
+
+// A request's generation (one choice): its prompt here, on its HTTP thread, then its tokens in the decode loop
 // (batched with the other slots'). on_prompt gets the prompt's logprobs and on_delta the text as
 // it is released (streamed requests); alive() is asked whenever nothing came for 100 ms. Any of
 // them returning false means the client is gone: generation stops and the slot is freed within
 // one step. Throws when generation failed.
-CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job, bool stream,
+CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job, int choice, bool stream,
                           const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
                           const std::function<bool(const Delta&)>& on_delta, const std::function<bool()>& alive) {
-  Completion c(lease.engine(), *s.tokenizer, job.prompt, job.settings);
+  Completion c(lease.engine(), *s.tokenizer, job.prompt, choice_settings(job, choice));
   const std::vector<TokenLogprob>& prompt_scores = c.prefill();
   if (on_prompt && !on_prompt(prompt_scores)) {
     c.cancel();
@@ -171,29 +199,41 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
       "text/event-stream",
       [&s, st, route](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& text) { return sink.write(text.data(), text.size()); };
-        const int slot = st->lease->slot();
-        CompletionResult r;
+        std::vector<CompletionResult> results;
         bool ok = true;
         try {
-          // The first chunk carries the role (chat) or the echoed prompt with its logprobs
-          // (completions), so it goes out once the prompt is evaluated.
-          r = generate(
-              s, std::move(*st->lease), st->job, /*stream=*/true,
-              [&](const std::vector<TokenLogprob>& prompt_scores) {
-                return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores)));
-              },
-              [&](const Delta& d) { return ok = write(sse(st->writer.delta(d))); },
-              [&] { return ok = sink.is_writable(); });
-          ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
-          if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(r)));
+          // The choices one after the other, each on a slot of its own lease (the first one's
+          // was taken before the answer began).
+          for (int i = 0; ok && i < st->job.req.n; ++i) {
+            if (!lease_slot(s.slots, st->lease)) throw no_slot(s);
+            const int slot = st->lease->slot();
+            st->writer.set_choice(i);
+            // The first chunk carries the role (chat) or the echoed prompt with its logprobs
+            // (completions), so it goes out once the prompt is evaluated.
+            CompletionResult r = generate(
+                s, std::move(*st->lease), st->job, i, /*stream=*/true,
+                [&](const std::vector<TokenLogprob>& prompt_scores) {
+                  return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores)));
+                },
+                [&](const Delta& d) { return ok = write(sse(st->writer.delta(d))); },
+                [&] { return ok = sink.is_writable(); });
+            st->lease.reset();
+            ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
+            r.cancelled = r.cancelled || !ok;
+            s.log(route + " (stream) slot " + std::to_string(slot) + choice_name(st->job, i) + ": " + summary(r));
+            s.metrics.count_completion(r);
+            results.push_back(std::move(r));
+          }
+          if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(total_usage(results))));
           ok = ok && write("data: [DONE]\n\n");
+        } catch (const ApiError& e) {  // no slot for the next choice
+          s.log(route + ": " + e.what());
+          ok = ok && write(sse(e.body()));
         } catch (const std::exception& e) {  // after the headers: an error event, and no [DONE]
           s.log(route + ": generation failed: " + e.what());
           ok = ok &&
                write(sse(ApiError(500, std::string("Generation failed: ") + e.what(), "", "internal_error").body()));
         }
-        r.cancelled = r.cancelled || !ok;
-        s.log(route + " (stream) slot " + std::to_string(slot) + ": " + summary(r));
         if (!ok) return false;  // the client is gone: abort the connection
         sink.done();
         return true;
@@ -211,15 +251,14 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
   } catch (const ApiError& e) {
     return send_error(res, e);
   }
+  if (!job.req.ignored_fields.empty()) {
+    std::string names;
+    for (const std::string& f : job.req.ignored_fields) names += (names.empty() ? "" : ", ") + f;
+    log(http_req.path + ": warning: ignored unknown request fields: " + names);
+  }
 
   auto lease = slots.acquire();
-  if (!lease)
-    return send_error(res, stopping ? ApiError(503, "The server is shutting down", "", "shutting_down")
-                                    : ApiError(503,
-                                               "The server is busy: all " + std::to_string(config.parallel) +
-                                                   " slots are generating and " + std::to_string(config.queue) +
-                                                   " requests are waiting; retry later",
-                                               "", "server_busy"));
+  if (!lease) return send_error(res, no_slot(*this));
   try {
     prepare_prompt(*this, job);
   } catch (const ApiError& e) {
@@ -228,12 +267,21 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
   ResponseHeader header = make_header(endpoint, config.model_name, job.req.include_usage);
   if (job.req.stream)
     return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
-  const int slot = lease->slot(), fd = client_socket();
-  CompletionResult r =
-      generate(*this, std::move(*lease), job, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
-  log(http_req.path + " slot " + std::to_string(slot) + ": " + summary(r));
-  if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket
-  send_json(res, response_json(header, r, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));
+  const int fd = client_socket();
+  std::vector<CompletionResult> results;
+  for (int i = 0; i < job.req.n; ++i) {  // the choices one after the other
+    if (!lease_slot(slots, lease)) return send_error(res, no_slot(*this));
+    const int slot = lease->slot();
+    CompletionResult r = generate(*this, std::move(*lease), job, i, /*stream=*/false, nullptr, nullptr,
+                                  [fd] { return client_alive(fd); });
+    lease.reset();
+    log(http_req.path + " slot " + std::to_string(slot) + choice_name(job, i) + ": " + summary(r));
+    metrics.count_completion(r);
+    if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket
+    results.push_back(std::move(r));
+  }
+  send_json(res,
+            response_json(header, results, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));
 }
 
 }  // namespace toy::serve

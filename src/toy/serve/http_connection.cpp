@@ -173,6 +173,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   bool ok = false;
   if (!admit(address)) {
     refuse_connection(sock, limits_.max_connections_per_address);
+    if (on_refused_) on_refused_(429, address);
     linger(sock, std::chrono::milliseconds(0));  // what has arrived: a refusal must not hold a thread
   } else {
     Connection conn{.fd = sock};

@@ -74,45 +74,64 @@ ResponseHeader make_header(Endpoint endpoint, const std::string& model, bool inc
       .include_usage = include_usage};
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens},
-          {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(const CompletionResult& r) {
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.completion_tokens},
+          {"total_tokens", r.prompt_tokens + r.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
 }
 
-json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs,
-                   const std::string* echo) {
+namespace {
+
+// One choice of a complete answer.
+json choice_json(Endpoint endpoint, int index, const CompletionResult& r, const Tokenizer& t, bool logprobs,
+                 const std::string* echo) {
+  if (endpoint == Endpoint::Chat)
+    return {{"index", index},
+            {"message", {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}}},
+            {"logprobs", logprobs ? chat_logprobs(r.tokens, t) : json(nullptr)},
+            {"finish_reason", r.finish_reason}};
+  json lp = nullptr;
+  if (logprobs) {
+    size_t offset = 0;
+    std::vector<TokenLogprob> all = r.prompt;  // echo: the prompt's tokens come first
+    all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+    lp = completion_logprobs(all, t, offset);
+    if (echo) {  // generated tokens start right after the echoed text, whatever the prompt pieces add up to
+      size_t gen = echo->size();
+      for (size_t i = r.prompt.size(); i < all.size(); ++i) {
+        lp["text_offset"][i] = gen;
+        gen += chosen_text(t, all[i].id).size();
+      }
+    }
+  }
+  return {
+      {"text", echo ? *echo + r.text : r.text}, {"index", index}, {"logprobs", lp}, {"finish_reason", r.finish_reason}};
+}
+
+}  // namespace
+
+CompletionResult total_usage(const std::vector<CompletionResult>& results) {
+  CompletionResult total;
+  total.prompt_tokens = results.at(0).prompt_tokens;
+  total.cached_tokens = results[0].cached_tokens;
+  for (const CompletionResult& r : results) total.completion_tokens += r.completion_tokens;
+  return total;
+}
+
+json response_json(const ResponseHeader& h, const std::vector<CompletionResult>& results, const Tokenizer& t,
+                   bool logprobs, const std::string* echo) {
   json out = {{"id", h.id},
               {"object", h.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion"},
               {"created", h.created},
               {"model", h.model},
               {"system_fingerprint", "toy-" TOY_VERSION}};
-  json choice;
-  if (h.endpoint == Endpoint::Chat) {
-    choice = {{"index", 0},
-              {"message", {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}}},
-              {"logprobs", logprobs ? chat_logprobs(r.tokens, t) : json(nullptr)},
-              {"finish_reason", r.finish_reason}};
-  } else {
-    json lp = nullptr;
-    if (logprobs) {
-      size_t offset = 0;
-      std::vector<TokenLogprob> all = r.prompt;  // echo: the prompt's tokens come first
-      all.insert(all.end(), r.tokens.begin(), r.tokens.end());
-      lp = completion_logprobs(all, t, offset);
-      if (echo) {  // generated tokens start right after the echoed text, whatever the prompt pieces add up to
-        size_t gen = echo->size();
-        for (size_t i = r.prompt.size(); i < all.size(); ++i) {
-          lp["text_offset"][i] = gen;
-          gen += chosen_text(t, all[i].id).size();
-        }
-      }
-    }
-    choice = {
-        {"text", echo ? *echo + r.text : r.text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", r.finish_reason}};
+  json choices = json::array();
+  for (size_t index = 0; index < results.size(); ++index) {
+    choices.push_back(choice_json(h.endpoint, int(index), results[index], t, logprobs, echo));
   }
-  out["choices"] = json::array({choice});
-  out["usage"] = usage_json(r.prompt_tokens, r.completion_tokens);
+  out["choices"] = std::move(choices);
+  out["usage"] = usage_json(total_usage(results));
   return out;
 }
 
@@ -129,36 +148,37 @@ json ChunkWriter::chunk(json choice) {
 
 json ChunkWriter::first(const std::string& echo_text, const std::vector<TokenLogprob>& echo_tokens) {
   if (h_.endpoint == Endpoint::Chat)
-    return chunk({{"index", 0},
+    return chunk({{"index", index_},
                   {"delta", {{"role", "assistant"}, {"content", ""}}},
                   {"logprobs", nullptr},
                   {"finish_reason", nullptr}});
   json lp = nullptr;
   if (logprobs_) lp = completion_logprobs(echo_tokens, t_, offset_);
   offset_ = echo_text.size();
-  return chunk({{"text", echo_text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", nullptr}});
+  return chunk({{"text", echo_text}, {"index", index_}, {"logprobs", lp}, {"finish_reason", nullptr}});
 }
 
 json ChunkWriter::delta(const Delta& d) {
   if (h_.endpoint == Endpoint::Chat)
-    return chunk({{"index", 0},
+    return chunk({{"index", index_},
                   {"delta", {{"content", d.text}}},
                   {"logprobs", logprobs_ ? chat_logprobs(d.tokens, t_) : json(nullptr)},
                   {"finish_reason", nullptr}});
   json lp = logprobs_ ? completion_logprobs(d.tokens, t_, offset_) : json(nullptr);
-  return chunk({{"text", d.text}, {"index", 0}, {"logprobs", lp}, {"finish_reason", nullptr}});
+  return chunk({{"text", d.text}, {"index", index_}, {"logprobs", lp}, {"finish_reason", nullptr}});
 }
 
 json ChunkWriter::last(const std::string& finish_reason) {
   if (h_.endpoint == Endpoint::Chat)
-    return chunk({{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
-  return chunk({{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
+    return chunk(
+        {{"index", index_}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
+  return chunk({{"text", ""}, {"index", index_}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
 }
 
 json ChunkWriter::usage(const CompletionResult& r) {
   json out = chunk(json::object());
   out["choices"] = json::array();
-  out["usage"] = usage_json(r.prompt_tokens, r.completion_tokens);
+  out["usage"] = usage_json(r);
   return out;
 }
 

@@ -37,14 +37,24 @@ struct ResponseHeader {
 
 ResponseHeader make_header(Endpoint endpoint, const std::string& model, bool include_usage);
 
-// The complete (non-streamed) answer. `echo`: the prompt text in front (completions only).
-json response_json(const ResponseHeader& h, const CompletionResult& r, const Tokenizer& t, bool logprobs,
-                   const std::string* echo);
+// The complete (non-streamed) answer, choice i from results[i] (n ≥ 1). `echo`: the prompt text in
+// front (completions only).
+json response_json(const ResponseHeader& h, const std::vector<CompletionResult>& results, const Tokenizer& t,
+                   bool logprobs, const std::string* echo);
 
-// Builds the stream chunks of one request; keeps the running text offset for legacy logprobs.
+// The usage of a request's choices together: the prompt counted once (with the cached tokens of
+// the first choice's prompt), the completion tokens of all choices.
+CompletionResult total_usage(const std::vector<CompletionResult>& results);
+
+// Builds the stream chunks of one request, one choice after the other (set_choice); keeps the
+// running text offset for legacy logprobs.
 class ChunkWriter {
  public:
   ChunkWriter(ResponseHeader h, const Tokenizer& t, bool logprobs) : h_(std::move(h)), t_(t), logprobs_(logprobs) {}
+  void set_choice(int index) {  // the chunks from now on belong to choice `index`
+    index_ = index;
+    offset_ = 0;
+  }
   json first(const std::string& echo_text,
              const std::vector<TokenLogprob>& echo_tokens);  // role (chat) / echoed prompt
   json delta(const Delta& d);
@@ -56,10 +66,13 @@ class ChunkWriter {
   ResponseHeader h_;
   const Tokenizer& t_;
   bool logprobs_;
+  int index_ = 0;
   size_t offset_ = 0;
 };
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// OpenAI's usage object; prompt_tokens_details.cached_tokens: prompt tokens served from the
+// slot's KV cache (cache_prompt).
+json usage_json(const CompletionResult& r);
 
 // SSE framing: "data: <json>\n\n"; invalid UTF-8 from byte tokens becomes U+FFFD.
 std::string sse(const json& j);

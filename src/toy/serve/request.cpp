@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace toy::serve {
 namespace {
@@ -72,9 +73,10 @@ std::optional<int64_t> integer(const json& body, const char* key, int64_t lo, in
                         "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + brief(*v));
     return x;
   }
-  if (v->is_number_unsigned()) {
-    if (v->get<uint64_t>() > uint64_t(hi))
-      throw bad_request(key, "must be at most " + std::to_string(hi) + ", got " + brief(*v));
+  if (v->is_number_unsigned()) {  // nlohmann stores non-negative integers so: 0 too, which lo may refuse
+    if (v->get<uint64_t>() > uint64_t(hi) || int64_t(v->get<uint64_t>()) < lo)
+      throw bad_request(key,
+                        "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + brief(*v));
     return int64_t(v->get<uint64_t>());
   }
   if (!v->is_number_integer()) throw wrong_type(key, "an integer", *v);
@@ -254,6 +256,41 @@ void parse_logit_bias(const json& body, CompletionRequest& r) {
   }
 }
 
+// The top-level fields parse_request() reads, per endpoint. A field added there goes here too.
+bool read_field(const std::string& key, Endpoint endpoint) {
+  static const std::set<std::string> common = {"model",
+                                               "max_tokens",
+                                               "temperature",
+                                               "top_p",
+                                               "top_k",
+                                               "min_p",
+                                               "presence_penalty",
+                                               "frequency_penalty",
+                                               "logit_bias",
+                                               "seed",
+                                               "n",
+                                               "best_of",
+                                               "stop",
+                                               "stream",
+                                               "stream_options",
+                                               "ignore_eos",
+                                               "cache_prompt",
+                                               "response_format"};
+  static const std::set<std::string> chat = {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools"};
+  static const std::set<std::string> completions = {"prompt", "logprobs", "echo", "suffix"};
+  return common.count(key) || (endpoint == Endpoint::Chat ? chat : completions).count(key);
+}
+
+void list_ignored_fields(const json& body, CompletionRequest& r) {
+  for (auto it = body.begin(); it != body.end() && r.ignored_fields.size() < kMaxIgnoredFields; ++it) {
+    if (read_field(it.key(), r.endpoint)) continue;
+    std::string name = it.key().size() <= 40 ? it.key() : it.key().substr(0, 37) + "...";
+    for (char& c : name)
+      if (uint8_t(c) < 0x20 || c == 0x7f) c = '?';
+    r.ignored_fields.push_back(std::move(name));
+  }
+}
+
 }  // namespace
 
 json parse_json_body(std::string_view text) {
@@ -334,8 +371,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   parse_logit_bias(body, r);
   if (auto s = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     r.seed = uint64_t(*s);
-  if (auto n = integer(body, "n", 1, 128); n && *n != 1)
-    throw bad_request("n", "only n = 1 is supported", "unsupported_value");
+  r.n = int(integer(body, "n", 1, 128).value_or(1));
   if (auto b = integer(body, "best_of", 1, 128); b && *b != 1)
     throw bad_request("best_of", "only best_of = 1 is supported", "unsupported_value");
   parse_stop(body, r);
@@ -346,6 +382,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
     r.include_usage = boolean(*so, "include_usage").value_or(false);
   }
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+  r.cache_prompt = boolean(body, "cache_prompt").value_or(true);
 
   if (endpoint == Endpoint::Chat) {
     const bool lp = boolean(body, "logprobs").value_or(false);
@@ -363,6 +400,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
     if (string(*rf, "type") != "text")
       throw bad_request("response_format", "only {\"type\": \"text\"} is supported", "unsupported_value");
   }
+  list_ignored_fields(body, r);
   return r;
 }
 

@@ -3,7 +3,7 @@
 // parse_request() is the only place that looks at client JSON: every field the server uses is
 // checked for type and range here, and a mistake becomes ApiError 400 naming the field (never
 // an exception from deep inside generation). Unknown fields are ignored, as many clients send
-// extras (user, service_tier, ...); fields whose meaning we cannot honour (n > 1, suffix,
+// extras (user, service_tier, ...), and listed in ignored_fields for the log; fields whose meaning we cannot honour (best_of > 1, suffix,
 // non-text content parts, response_format json_schema) are refused rather than silently dropped.
 #pragma once
 
@@ -41,13 +41,20 @@ struct CompletionRequest {
   float min_p = 0.0f;  // extension (llama.cpp): 0 = off
   float presence_penalty = 0, frequency_penalty = 0;
   std::map<int32_t, float> logit_bias;  // token id -> added to its logit
-  std::optional<uint64_t> seed;
-  std::vector<std::string> stop;  // up to 16 non-empty strings
+  std::optional<uint64_t> seed;         // choice i samples with seed + i
+  int n = 1;                            // choices, generated one after the other
+  std::vector<std::string> stop;        // up to 16 non-empty strings
   bool stream = false, include_usage = false;
-  int logprobs = -1;        // -1: none; k ≥ 0: the chosen token plus k alternatives
-  bool echo = false;        // completions: prompt text (and its logprobs) in the answer
-  bool ignore_eos = false;  // extension (llama.cpp)
+  int logprobs = -1;         // -1: none; k ≥ 0: the chosen token plus k alternatives
+  bool echo = false;         // completions: prompt text (and its logprobs) in the answer
+  bool ignore_eos = false;   // extension (llama.cpp)
+  bool cache_prompt = true;  // extension (llama.cpp): reuse the slot's KV rows of a shared prompt prefix
+
+  // Top-level fields the server does not read (for a warning in the log), each cut to 40 bytes
+  // and printable; at most kMaxIgnoredFields of them.
+  std::vector<std::string> ignored_fields;
 };
+constexpr size_t kMaxIgnoredFields = 8;
 
 // Arrays and objects nested deeper than this are refused (400) while parsing, before they are
 // built: deep values cost stack in everything recursive that touches them (dump, templates).

@@ -29,8 +29,9 @@ void send_error(httplib::Response& res, const ApiError& e) {
 namespace {
 
 bool known_path(const std::string& p) {
-  for (const char* route : {"/health", "/v1/models", "/models", "/v1/completions", "/completions",
-                            "/v1/chat/completions", "/chat/completions", "/tokenize", "/detokenize"})
+  for (const char* route :
+       {"/health", "/v1/models", "/models", "/v1/completions", "/completions", "/v1/chat/completions",
+        "/chat/completions", "/tokenize", "/detokenize", "/metrics", "/props", "/slots"})
     if (p == route) return true;
   for (const char* prefix : {"/v1/models/", "/models/"})  // a model id must follow
     if (p.size() > std::strlen(prefix) && p.rfind(prefix, 0) == 0) return true;
@@ -55,6 +56,14 @@ bool authorized(const std::string& header, const std::string& key) {
   unsigned char diff = token.size() == key.size() ? 0 : 1;
   for (size_t i = 0; i < key.size(); ++i) diff |= (uint8_t(key[i]) ^ uint8_t(i < token.size() ? token[i] : 0));
   return diff == 0;
+}
+
+// A client's text for the log, on one line: control bytes become '?', and at most 200 bytes.
+std::string printable(std::string text) {
+  if (text.size() > 200) text = text.substr(0, 197) + "...";
+  for (char& c : text)
+    if (uint8_t(c) < 0x20 || c == 0x7f) c = '?';
+  return text;
 }
 
 // Wraps a handler so that an ApiError becomes its error response.
@@ -146,7 +155,7 @@ void Server::Impl::routes() {
   http.Get("/v1/models", list_models);
   http.Get("/models", list_models);
   http.Get(R"(/(?:v1/)?models/(.+))", guarded([=, this](const httplib::Request& req, httplib::Response& res) {
-             if (req.matches[1] != config.model_name)
+             if (!model_id(req.matches[1]))
                throw ApiError(404, "The model '" + std::string(req.matches[1]) + "' does not exist", "model",
                               "model_not_found");
              send_json(res, model_object());
@@ -159,6 +168,7 @@ void Server::Impl::routes() {
     http.Post("/v1" + path, h);
     http.Post(path, h);
   }
+  monitoring_routes();
   http.Post("/tokenize", with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {
               const TokenizeRequest r = parse_tokenize(parse_json_body(body));
               const auto ids = tokenizer->encode(r.content, r.add_special, /*parse_special=*/true);
@@ -258,6 +268,17 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
     } catch (...) {}
     s.log("internal error on " + req.path + ": " + what);
     send_error(res, ApiError(500, "Internal server error: " + what, "", "internal_error"));
+  });
+  // The request log: one line per request answered, whatever answered it (a route, the API-key
+  // check, the error handler), and the metrics' count by status. httplib calls this just before
+  // it writes the response (its logger runs after, when the client may have gone on already).
+  h.set_post_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    s.metrics.count_request(res.status);
+    s.log(printable(req.method + " " + req.path) + " " + std::to_string(res.status) + " (" + req.remote_addr + ")");
+  });
+  h.on_refused([&s](int status, const std::string& address) {
+    s.metrics.count_request(status);
+    s.log("connection refused " + std::to_string(status) + " (" + address + "): too many connections from it");
   });
   s.routes();
 }

@@ -6,6 +6,7 @@
 //   POST /v1/completions             text or token-id prompt; stream, logprobs, echo
 //   POST /v1/chat/completions        messages through the model's chat template; stream, logprobs
 //   POST /tokenize, /detokenize      llama.cpp-style extras
+//   GET  /metrics, /props, /slots    Prometheus counters; llama-server's settings and slot states
 // (each /v1/x also answers as /x). Requests are validated before they wait for a slot; each then
 // runs on one of `parallel` slots (a DecodeEngine with its own KV cache): its prompt on its HTTP
 // thread, its generated tokens in the decode loop, which feeds the next token of every running
@@ -26,7 +27,8 @@
 namespace toy::serve {
 
 struct ServerConfig {
-  std::string model_name = "toy";   // the id clients must ask for (and /v1/models lists)
+  std::string model_name = "toy";   // the model's id: /v1/models lists it, answers carry it (--name)
+  std::string model_file;           // the GGUF file's path (its name is also accepted as the model's id)
   int parallel = 1;                 // slots: requests generating at once
   int queue = 16;                   // requests that may wait for a slot; beyond that: 503
   int64_t n_ctx = 0;                // per slot; 0: the model's context, at most 4096

@@ -14,6 +14,7 @@
 
 #include "toy/serve/api_error.h"
 #include "toy/serve/decode_loop.h"
+#include "toy/serve/metrics.h"
 #include "toy/serve/request.h"
 #include "toy/serve/server.h"
 #include "toy/serve/slots.h"
@@ -40,6 +41,9 @@ class HttpServer : public httplib::Server {
     int max_connections_per_address = 16;
   };
   void set_limits(const Limits& limits) { limits_ = limits; }
+  // Told of each connection refused before a request was read (429 over the per-address limit),
+  // so that the request log and the metrics see those too.
+  void on_refused(std::function<void(int status, const std::string& address)> fn) { on_refused_ = std::move(fn); }
   void widen_backlog(int n);
   void halt();
 
@@ -49,6 +53,7 @@ class HttpServer : public httplib::Server {
   void leave(const std::string& address);
 
   Limits limits_;
+  std::function<void(int, const std::string&)> on_refused_;
   std::mutex mu_;
   std::map<std::string, int> connections_;  // open connections per client address
 };
@@ -70,9 +75,14 @@ struct Server::Impl {
   SlotPool slots;
   DecodeLoop decoder;  // after slots: its Runs hold leases
   HttpServer http;
+  Metrics metrics;
   std::atomic<bool> stopping{false};
 
   void routes();
+  void monitoring_routes();  // /metrics, /props, /slots (monitoring.cpp)
+  // Whether `id` names the served model in a URL (/v1/models/{id}): the --name alias, or the
+  // model file's name with or without .gguf.
+  bool model_id(const std::string& id) const;
   void handle_completion(const httplib::Request& req, const std::string& body, httplib::Response& res,
                          Endpoint endpoint);
   // Reads the body (413 beyond --max-body in any transfer encoding, 408 when it does not arrive

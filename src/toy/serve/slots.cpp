@@ -66,4 +66,12 @@ SlotPool::Stats SlotPool::stats() const {
   return s;
 }
 
+std::vector<SlotPool::SlotState> SlotPool::slot_states() const {
+  std::lock_guard lk(mu_);  // an idle slot's engine cannot be leased while mu_ is held
+  std::vector<SlotState> out;
+  for (size_t i = 0; i < busy_.size(); ++i)
+    out.push_back({.busy = busy_[i], .n_cached = busy_[i] ? -1 : engines_[i]->n_past()});
+  return out;
+}
+
 }  // namespace toy::serve

@@ -47,6 +47,13 @@ class SlotPool {
     bool closed = false;
   };
   Stats stats() const;
+  // Each slot now: whether it is generating, and (when idle) how many tokens its KV cache holds
+  // for the next request to reuse (-1 while busy: the decode loop owns its engine then).
+  struct SlotState {
+    bool busy = false;
+    int64_t n_cached = -1;
+  };
+  std::vector<SlotState> slot_states() const;
   int64_t n_ctx() const { return n_ctx_; }
 
  private:
