@@ -519,7 +519,7 @@ TEST(TrainCli, EveryArchitectureTrainsFromScratch) {
       const int64_t V = model->config().n_vocab;
       ids.push_back(argmax(std::span<const float>(v).last(size_t(V))));
     }
-    auto g = test::run_toy("infer " + ckpt.string() + " --ids " + prompt_ids + " -n 6 --temp 0");
+    auto g = test::run_toy("infer " + ckpt.string() + " --ids " + prompt_ids + " -n 6 --temp 0 --no-display-prompt");
     ASSERT_EQ(g.code, 0) << g.err;
     EXPECT_EQ(g.out, tok->decode(std::vector<int32_t>(ids.begin() + long(n_prompt), ids.end())) + "\n");
   }

@@ -1,5 +1,6 @@
 // cli/cmd_chat.cpp — `toy chat [MODEL]`: an interactive conversation (llama-cli's conversation
 // mode, `ollama run`, `mlx_lm.chat`). Ctrl-C stops the answer being written, not the program.
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,16 +20,18 @@ std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted = true; }
 
 // One line from standard input without its '\n'; nullopt at the end of input. Ctrl-C while
-// waiting throws the partial line away and gives "" (read() returns EINTR: SA_RESTART is off).
+// waiting throws the partial line away and gives "". The wait is a poll that wakes every 100 ms
+// to look at the flag: a Ctrl-C that lands just before the wait begins would not interrupt a
+// blocking read().
 std::optional<std::string> read_line() {
   std::string line;
   for (;;) {
+    if (g_interrupted.exchange(false)) return std::string();
+    pollfd in{.fd = 0, .events = POLLIN, .revents = 0};
+    if (::poll(&in, 1, 100) <= 0) continue;  // time out or EINTR: look at the flag again
     char c;
     const ssize_t n = ::read(0, &c, 1);
-    if (n < 0 && errno == EINTR) {
-      g_interrupted = false;
-      return std::string();
-    }
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return line.empty() ? std::nullopt : std::optional<std::string>(line);
     if (c == '\n') return line;
     line += c;

@@ -73,11 +73,11 @@ struct Vit {
     AttentionConfig a;  // no rope: positions are in the embeddings
     a.n_head = h.n_head, a.n_kv_head = h.n_head, a.d_head = h.d_model / h.n_head;
     a.options = {.scale = 1.0f / std::sqrt(float(a.d_head)), .causal = false};
-    Tensor x = linear(patches(images, h.patch_size), w.patch_embd, w.patch_embd_bias);                      // [B, N, D]
-    x = with_class_token(w.class_embd, x) + embedding(w.position_embd, Ctx{}.positions(B, x.size(1) + 1));  // [B, T, D]
-    for (int64_t l = 0; l < h.n_layer; ++l) x = gpt2_block(w.blk[size_t(l)], a, h.eps, x, Ctx{}, l);        // [B, T, D]
-    x = layer_norm(class_rows(x), w.output_norm, w.output_norm_bias, h.eps);                                // [B, D]
-    return linear(x, w.output, w.output_bias);                                                              // [B, K]
+    Tensor x = linear(patches(images, h.patch_size), w.patch_embd, w.patch_embd_bias);                 // [B, N, D]
+    x = prepend_row(w.class_embd, x) + embedding(w.position_embd, Ctx{}.positions(B, x.size(1) + 1));  // [B, T, D]
+    for (int64_t l = 0; l < h.n_layer; ++l) x = gpt2_block(w.blk[size_t(l)], a, h.eps, x, Ctx{}, l);   // [B, T, D]
+    x = layer_norm(first_rows(x), w.output_norm, w.output_norm_bias, h.eps);                           // [B, D]
+    return linear(x, w.output, w.output_bias);                                                         // [B, K]
   }
 
   // The P×P patches of each image, row by row, each flattened as (channel, y, x): the layout of a
@@ -97,27 +97,6 @@ struct Vit {
               std::copy_n(in + ((b * C + c) * S + gy * P + y) * S + gx * P, P, o + (c * P + y) * P);
     return out;
   }
-
-  // [class_embd; x_b] for each image b: the class token's row, then its N patch rows.
-  // class_embd: [D], x: [B, N, D] -> [B, N + 1, D]
-  static Tensor with_class_token(const Tensor& class_embd, const Tensor& x) {
-    auto [B, N, D] = x.dims<3>("vit: patch embeddings");
-    Tensor rows = concat_rows({class_embd.reshape({1, D}), x.reshape({B * N, D})});  // [1 + B·N, D]
-    std::vector<int32_t> order;  // row t of image b: 0 (the class token) or 1 + b·N + (t − 1)
-    for (int64_t b = 0; b < B; ++b) {
-      order.push_back(0);
-      for (int64_t n = 0; n < N; ++n) order.push_back(int32_t(1 + b * N + n));
-    }
-    return gather_rows(rows, Tensor::from_ids({B * (N + 1)}, order)).reshape({B, N + 1, D});
-  }
-
-  // The class token's row of each image.  x: [B, T, D] -> [B, D]
-  static Tensor class_rows(const Tensor& x) {
-    auto [B, T, D] = x.dims<3>("vit: class_rows");
-    std::vector<int32_t> first;
-    for (int64_t b = 0; b < B; ++b) first.push_back(int32_t(b * T));
-    return gather_rows(x.reshape({B * T, D}), Tensor::from_ids({B}, first));
-  }
 };
 
 // Applies the key table's rules (and the reader's bounds) to sizes given in code.
@@ -132,10 +111,8 @@ struct KeyRules : KeyTable<KeyRules> {
   }
 };
 
-}  // namespace
-
-namespace {
 const char* const kClassNamesKey = "vit.class_names";
+
 }  // namespace
 
 struct VitModel::Impl {

@@ -1,4 +1,5 @@
-// primitives/indexing.cpp — slab, narrow, gather_rows, concat_rows, scatter_add_rows, scale_rows, with gradients.
+// primitives/indexing.cpp — slab, narrow, gather_rows, concat_rows, scatter_add_rows, scale_rows, prepend_row,
+// first_rows, with gradients.
 #include "toy/primitives/indexing.h"
 
 #include <cstring>
@@ -133,6 +134,24 @@ Tensor scale_rows(const Tensor& x, const Tensor& s) {
       return std::vector<Tensor>{scale_rows(dy, s), ds};
     });
   return y;
+}
+
+Tensor prepend_row(const Tensor& row, const Tensor& x) {
+  auto [B, N, D] = x.dims<3>("prepend_row");
+  Tensor rows = concat_rows({row.reshape({1, D}), x.reshape({B * N, D})});  // [1 + B·N, D]
+  std::vector<int32_t> order;  // row t of item b: 0 (the prepended row) or 1 + b·N + (t − 1)
+  for (int64_t b = 0; b < B; ++b) {
+    order.push_back(0);
+    for (int64_t n = 0; n < N; ++n) order.push_back(int32_t(1 + b * N + n));
+  }
+  return gather_rows(rows, Tensor::from_ids({B * (N + 1)}, order)).reshape({B, N + 1, D});
+}
+
+Tensor first_rows(const Tensor& x) {
+  auto [B, T, D] = x.dims<3>("first_rows");
+  std::vector<int32_t> first;
+  for (int64_t b = 0; b < B; ++b) first.push_back(int32_t(b * T));
+  return gather_rows(x.reshape({B * T, D}), Tensor::from_ids({B}, first));
 }
 
 }  // namespace toy

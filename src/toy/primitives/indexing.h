@@ -33,4 +33,11 @@ Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& sr
 // y[m] = s[m]·x[m]. Gradient: dx[m] = s[m]·dy[m], ds[m] = dy[m]·x[m].  x: [M, D], s: [M] -> [M, D]
 Tensor scale_rows(const Tensor& x, const Tensor& s);
 
+// [row; x_b] for each b: a row (ViT's class token) before each item's rows, through concat_rows and
+// gather_rows (so with their gradients).  row: [D], x: [B, N, D] -> [B, N + 1, D]
+Tensor prepend_row(const Tensor& row, const Tensor& x);
+
+// The first row of each item (ViT's class token after the encoder).  x: [B, T, D] -> [B, D]
+Tensor first_rows(const Tensor& x);
+
 }  // namespace toy
