@@ -90,6 +90,13 @@ TEST(InferHabits, PromptThenContinuationThatEndsCleanly) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.err.find("context full"), std::string::npos) << c.err;
 
+  // A context beyond the trained length: allowed for rotary positions, with a warning.
+  const int64_t n_train = toy::gguf::GgufFile::open(kStories.string())->get_int("llama.context_length");
+  auto w = run_toy("infer --ids 1 -n 2 --temp 0 --ctx " + std::to_string(2 * n_train));
+  ASSERT_EQ(w.code, 0) << w.err;
+  EXPECT_NE(w.err.find("beyond the " + std::to_string(n_train) + " tokens the model was trained on"), std::string::npos)
+      << w.err;
+
   // A prompt longer than the context: its end is kept, with a warning.
   auto t = run_toy("infer -p 'Once upon a time there was a little dog who liked to run in the park' --ctx 16 -n 2");
   ASSERT_EQ(t.code, 0) << t.err;

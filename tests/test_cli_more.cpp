@@ -273,7 +273,7 @@ TEST(CliExitCodes, InferRangesAndContextLimit) {
   // The embedded default model: --ctx beyond its context was std::bad_alloc (exit 1).
   auto ctx = run_toy("infer --ids 1,2 -n 1 --ctx 1099511627776");
   EXPECT_EQ(ctx.code, 2) << ctx.err;
-  EXPECT_NE(ctx.err.find("exceeds the model's context of"), std::string::npos) << ctx.err;
+  EXPECT_NE(ctx.err.find("exceeds 8 times the model's context of"), std::string::npos) << ctx.err;
   for (const char* bad : {"--repeat-last-n -1", "--repeat-last-n 4294967296", "--top-k -1", "--top-k 4294967296",
                           "--temp -0.5", "--top-p 0", "--min-p 2", "--repeat-penalty 0"}) {
     auto r = run_toy(std::string("infer --ids 1,2 -n 1 ") + bad);

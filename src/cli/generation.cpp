@@ -31,8 +31,16 @@ int64_t context_size(const Args& a, const ModelConfig& cfg) {
   long long n_ctx = a.integer("ctx");
   if (n_ctx < 0) throw UsageError("--ctx must be ≥ 0");
   if (n_ctx == 0) n_ctx = std::min<long long>(cfg.n_ctx, 4096);
-  if (n_ctx > cfg.n_ctx)  // the KV cache is sized by it: beyond the model's context it only costs memory
-    throw UsageError("--ctx " + std::to_string(n_ctx) + " exceeds the model's context of " + std::to_string(cfg.n_ctx));
+  if (n_ctx <= cfg.n_ctx) return n_ctx;
+  // Beyond the trained length: rotary positions go on (worse text, as llama.cpp warns), up to 8×
+  // (the KV cache is sized by it); learned position tables end there.
+  const Architecture* arch = find_architecture(cfg.arch);
+  const std::string what = "--ctx " + std::to_string(n_ctx) + " exceeds ";
+  if (arch && arch->variant.positions == Positions::Learned)
+    throw UsageError(what + "the model's context of " + std::to_string(cfg.n_ctx) + " (learned positions end there)");
+  if (n_ctx > 8 * cfg.n_ctx) throw UsageError(what + "8 times the model's context of " + std::to_string(cfg.n_ctx));
+  std::cerr << "warning: --ctx " << n_ctx << " is beyond the " << cfg.n_ctx
+            << " tokens the model was trained on: expect worse text past them\n";
   return n_ctx;
 }
 
