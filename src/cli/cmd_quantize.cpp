@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
+#include "toy/io/progress.h"
 
 namespace toy::cli {
 namespace {
@@ -26,12 +27,13 @@ int run(const Args& a) {
   if (fs::equivalent(in_path, out_path, ec))
     throw UsageError(out_path + " is the input file: write the quantized model to another path");
   auto in = gguf::GgufFile::open(in_path);
-  const bool quiet = a.flag("quiet");
+  Progress bar("quantize: " + std::string(ft->name), int64_t(in->tensors().size()), Progress::Unit::Count, "tensors",
+               !a.flag("quiet"));
   gguf::quantize_file(*in, *ft, out_path, [&](const gguf::QuantizeStep& s) {
-    if (!quiet)
-      std::fprintf(stderr, "[%3zu/%3zu] %-36.*s %5s -> %s\n", s.index, s.count, int(s.name.size()), s.name.data(),
-                   std::string(name(s.from)).c_str(), std::string(name(s.to)).c_str());
+    bar.update(int64_t(s.index),
+               std::string(s.name) + " " + std::string(name(s.from)) + " -> " + std::string(name(s.to)));
   });
+  bar.finish();
   std::fprintf(stderr, "quantize: wrote %s (%s, general.file_type %u): %.1f MB -> %.1f MB\n", out_path.c_str(),
                std::string(ft->name).c_str(), ft->general_file_type, megabytes(fs::file_size(in_path)),
                megabytes(fs::file_size(out_path, ec)));
@@ -45,7 +47,7 @@ Registrar reg({
     .flags = {{"dtype", FlagType::String, "",
                "file type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K, Q5_K, Q4_K (= Q4_K_S), Q5_K_M or "
                "Q4_K_M; 1-D tensors (norms, biases) stay F32"},
-              {"quiet", FlagType::Bool, "", "no per-tensor progress lines on stderr"}},
+              {"quiet", FlagType::Bool, "", "no progress on stderr (a bar on a terminal, else a line every 10%)"}},
     .run = run,
     .details = "Matrices get the type's dtype; the _M mixes give output.weight (token_embd when tied) and the\n"
                "attn_v / ffn_down of some layers Q6_K, as llama-quantize does without an importance matrix;\n"
