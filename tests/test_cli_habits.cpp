@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "fixtures.h"
 #include "toy/io/gguf.h"
@@ -261,14 +262,17 @@ struct Terminal {
     const size_t at = screen.find(text, from);
     return at == std::string::npos ? at : at + text.size();
   }
-  int exit_code() {  // -1 when it has not exited within 10 s
+  int exit_code() {  // -1 when it has not exited within about 10 s
     int status = 0;
     for (int i = 0; i < 100; ++i) {
       if (::waitpid(pid, &status, WNOHANG) == pid) {
         pid = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       }
-      wait_for("\x01", screen.size(), std::chrono::milliseconds(100));  // read the screen while waiting
+      // Read the screen while waiting; once the program has closed the terminal that returns at
+      // once, so sleep too: the process may end a moment after closing it.
+      wait_for("\x01", screen.size(), std::chrono::milliseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return -1;
   }
@@ -313,4 +317,22 @@ TEST(ChatHabits, InteractiveInAPseudoTerminal) {
   ASSERT_NE(at, std::string::npos) << t.screen;
   t.type("/exit\n");
   EXPECT_EQ(t.exit_code(), 0) << t.screen;
+
+  // Ctrl-C while an answer is written (here one of ~2000 tokens, seconds long) stops that answer,
+  // not the program: the prompt comes back and the conversation goes on.
+  Terminal u({"chat", chat.string(), "--ctx", "2048", "-n", "0", "--ignore-eos", "--temp", "0"});
+  ASSERT_GT(u.pid, 0);
+  at = u.wait_for("> ", 0);
+  ASSERT_NE(at, std::string::npos) << u.screen;
+  u.type("Tell me a story.\n");
+  at = u.wait_for("Tell me a story.", at);
+  ASSERT_NE(at, std::string::npos) << u.screen;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  u.type("\x03");
+  at = u.wait_for(" [stopped]", at);
+  ASSERT_NE(at, std::string::npos) << u.screen;
+  at = u.wait_for("> ", at);
+  ASSERT_NE(at, std::string::npos) << u.screen;
+  u.type("/exit\n");
+  EXPECT_EQ(u.exit_code(), 0) << u.screen;
 }
