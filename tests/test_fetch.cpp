@@ -121,7 +121,7 @@ struct FakeHub {
       }
     });
     // The repository's file list (GET /api/models/{repo}/tree/{revision}), as the hub answers it.
-    svr.Get(R"(/api/models/([^/]+)/([^/]+)/tree/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    svr.Get(R"(/api/models/([^/]+)/([^/]+)/tree/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
       if (req.matches[1].str() + "/" + req.matches[2].str() != "org/tiny") {
         res.status = 404;
         res.set_header("X-Error-Code", "RepoNotFound");
