@@ -11,11 +11,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "fixtures.h"
 #include "helpers.h"
 #include "toy/archs/vit.h"
 #include "toy/io/idx.h"
+#include "toy/recipes/vit.h"
 #include "train_helpers.h"
 
 using namespace toy;
@@ -146,6 +148,56 @@ TEST(Png, ReadsGreyAndColourImagesAndRefusesMalformedOnes) {
   std::ofstream(d.path("cut.png"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   std::ofstream(d.path("not.png"), std::ios::binary) << "\x89PNG\r\n\x1a\nnot a chunk";
   for (const char* bad : {"cut.png", "not.png", "absent.png"}) EXPECT_THROW(read_image(d.path(bad)), IdxError) << bad;
+}
+
+// Augmentation: each augmented image must be its source image mirrored and/or moved by at most
+// `shift` pixels with zero fill — checked here against every candidate (dy, dx, mirror) written
+// out directly, not against the recipe's own loop — and the draws depend on (seed, step) only.
+TEST(VitAugment, MirrorsAndShiftsWithZeroFillFromTheSeedAndStepAlone) {
+  ImageSet set{.n = 64, .rows = 5, .cols = 6, .pixels = {}, .labels = std::vector<uint8_t>(64, 0)};
+  std::mt19937 rng(3);
+  for (int64_t i = 0; i < set.n * 30; ++i) set.pixels.push_back(uint8_t(1 + rng() % 255));  // no 0: fill is visible
+  std::vector<int64_t> items(size_t(set.n));
+  for (int64_t i = 0; i < set.n; ++i) items[size_t(i)] = (i * 7) % set.n;
+  const auto px = [&](int64_t item, int64_t y, int64_t c) {
+    return float(set.pixels[size_t(item * 30 + y * 6 + c)]) / 255;
+  };
+  // Which (mirror, dy, dx) turns image `item` into `out`? -1 when none with |dy|, |dx| ≤ shift does.
+  const auto transform_of = [&](const float* out, int64_t item, int64_t shift) {
+    for (int mirror = 0; mirror < 2; ++mirror)
+      for (int64_t dy = -shift; dy <= shift; ++dy)
+        for (int64_t dx = -shift; dx <= shift; ++dx) {
+          bool same = true;
+          for (int64_t y = 0; y < 5 && same; ++y)
+            for (int64_t c = 0; c < 6 && same; ++c) {
+              const int64_t sy = y - dy, sc = c - dx;  // position before the move, in the (mirrored) image
+              const float want = sy < 0 || sy >= 5 || sc < 0 || sc >= 6 ? 0.0f : px(item, sy, mirror ? 5 - sc : sc);
+              same = out[y * 6 + c] == want;
+            }
+          if (same) return int((mirror * 5 + dy + 2) * 5 + dx + 2);
+        }
+    return -1;
+  };
+  const Tensor plain = recipes::augmented_batch(set, items, 0.0f, 0, 1, 0);
+  EXPECT_EQ(std::vector<float>(plain.data(), plain.data() + plain.numel()), [&] {
+    const Tensor t = recipes::image_batch(set, items);
+    return std::vector<float>(t.data(), t.data() + t.numel());
+  }());
+  const Tensor mirrored = recipes::augmented_batch(set, items, 1.0f, 0, 1, 0);
+  for (int64_t i = 0; i < set.n; ++i)
+    EXPECT_EQ(transform_of(mirrored.data() + i * 30, items[size_t(i)], 0), (5 + 2) * 5 + 2);  // mirror, dy = dx = 0
+  const Tensor a = recipes::augmented_batch(set, items, 0.5f, 2, 1, 9);
+  std::set<int> seen;
+  for (int64_t i = 0; i < set.n; ++i) {
+    const int t = transform_of(a.data() + i * 30, items[size_t(i)], 2);
+    ASSERT_GE(t, 0) << "image " << i << " is not a mirror/shift of its source";
+    seen.insert(t);
+  }
+  EXPECT_GE(seen.size(), 20u) << "64 draws of 50 transforms should hit many of them";
+  const Tensor again = recipes::augmented_batch(set, items, 0.5f, 2, 1, 9),
+               next = recipes::augmented_batch(set, items, 0.5f, 2, 1, 10);
+  EXPECT_TRUE(std::equal(a.data(), a.data() + a.numel(), again.data()));
+  EXPECT_FALSE(std::equal(a.data(), a.data() + a.numel(), next.data()));
 }
 
 TEST(Vit, GgufRoundTripGivesTheSameLogits) {

@@ -69,6 +69,8 @@ std::vector<Flag> train_flags() {
       {"eps", FlagType::Float, num(d.eps), "AdamW epsilon"},
       {"weight-decay", FlagType::Float, num(d.weight_decay), "AdamW decoupled weight decay, on 2-D weights only"},
       {"clip", FlagType::Float, num(d.clip), "clip the global gradient norm to this (0: no clipping)"},
+      {"flip", FlagType::Float, num(d.flip), "augmentation: probability of mirroring a training image left-right"},
+      {"shift", FlagType::Int, i(d.shift), "augmentation: move training images by up to +-N pixels (0: none)"},
       {"seed", FlagType::Int, i(int64_t(d.seed)), "seed of the initial weights and the shuffles"},
       {"eval-every", FlagType::Int, i(d.eval_every), "test accuracy every N steps (0: only at the end)"},
       {"checkpoint-every", FlagType::Int, i(d.checkpoint_every), "weights/step-N.gguf every N steps (0: at the end)"},

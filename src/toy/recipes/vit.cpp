@@ -32,7 +32,8 @@ void for_each_setting(VitRunConfig& c, F&& f) {
   f("data", c.data), f("train-images", c.train_images), f("test-images", c.test_images);
   f("epochs", c.epochs), f("steps", c.steps), f("batch", c.batch), f("lr", c.lr), f("schedule", c.schedule);
   f("warmup", c.warmup), f("min-lr-ratio", c.min_lr_ratio), f("beta1", c.beta1), f("beta2", c.beta2), f("eps", c.eps);
-  f("weight-decay", c.weight_decay), f("clip", c.clip), f("seed", c.seed);
+  f("weight-decay", c.weight_decay), f("clip", c.clip), f("flip", c.flip), f("shift", c.shift);
+  f("seed", c.seed);
   f("eval-every", c.eval_every), f("checkpoint-every", c.checkpoint_every), f("stop-after", c.stop_after);
   f("log-every", c.log_every), f("threads", c.threads), f("runs-dir", c.runs_dir), f("run-id", c.run_id);
 }
@@ -106,6 +107,8 @@ void validate(const VitRunConfig& c) {
   need(c.eps > 0 && std::isfinite(c.eps), "--eps must be positive");
   need(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "--weight-decay must be ≥ 0");
   need(c.clip >= 0 && std::isfinite(c.clip), "--clip must be ≥ 0 (0 disables clipping)");
+  need(c.flip >= 0 && c.flip <= 1, "--flip must be a probability in [0, 1]");
+  need(c.shift >= 0 && c.shift < 28, "--shift must be in [0, 27] pixels");
   need(c.eval_every >= 0 && c.checkpoint_every >= 0 && c.stop_after >= 0 && c.log_every >= 0,
        "--eval-every, --checkpoint-every, --stop-after and --log-every must be ≥ 0");
   need(c.threads >= 0 && c.threads <= 1024, "--threads must be in [0, 1024]");
@@ -122,6 +125,28 @@ Tensor image_batch(const ImageSet& s, const std::vector<int64_t>& items) {
   float* o = x.data_mut();
   for (int64_t i = 0; i < n; ++i)
     for (int64_t p = 0; p < P; ++p) o[i * P + p] = float(s.pixels[size_t(items[size_t(i)] * P + p)]) / 255.0f;
+  return x;
+}
+
+Tensor augmented_batch(const ImageSet& set, const std::vector<int64_t>& items, float flip, int64_t shift, uint64_t seed,
+                       int64_t step) {
+  Tensor x = image_batch(set, items);  // [n, 1, H, W]
+  if (flip == 0 && shift == 0) return x;
+  std::mt19937_64 rng(seed * 0xD1B54A32D192ED03ull + uint64_t(step) * 0x9E3779B97F4A7C15ull + 7);
+  const int64_t H = set.rows, W = set.cols;
+  std::vector<float> image(size_t(H * W));
+  for (size_t i = 0; i < items.size(); ++i) {
+    const bool mirror = double(rng() >> 11) * 0x1.0p-53 < double(flip);
+    const int64_t dy = int64_t(rng() % uint64_t(2 * shift + 1)) - shift;
+    const int64_t dx = int64_t(rng() % uint64_t(2 * shift + 1)) - shift;
+    float* o = x.data_mut() + int64_t(i) * H * W;
+    std::copy(o, o + H * W, image.begin());
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t c = 0; c < W; ++c) {
+        const int64_t sy = y - dy, sc0 = c - dx, sc = mirror ? W - 1 - sc0 : sc0;  // the source pixel
+        o[y * W + c] = sy >= 0 && sy < H && sc0 >= 0 && sc0 < W ? image[size_t(sy * W + sc)] : 0.0f;
+      }
+  }
   return x;
 }
 
@@ -362,7 +387,7 @@ class VitRun {
     std::vector<int64_t> items;
     for (int64_t i = i0; i < std::min(train_.n, i0 + c_.batch); ++i) items.push_back(order_[size_t(i)]);
     for (Tensor& p : params_) p.zero_grad();
-    Tensor logits = model_->forward(image_batch(train_, items));  // [B, K]
+    Tensor logits = model_->forward(augmented_batch(train_, items, c_.flip, c_.shift, c_.seed, s));  // [B, K]
     Tensor loss = cross_entropy(logits, label_batch(train_, items));
     loss.backward();
     const double norm = global_grad_norm(params_);

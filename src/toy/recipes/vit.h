@@ -42,6 +42,8 @@ struct VitRunConfig {
   float min_lr_ratio = 0.01f;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.05f;
   float clip = 1.0f;  // 0: no clipping
+  float flip = 0.5f;  // augmentation: each training image mirrored left–right with this probability
+  int64_t shift = 2;  // augmentation: each training image moved by up to ± shift pixels each way (zero fill)
   uint64_t seed = 0;  // weights and the shuffles
   // Run control (do not change the numbers).
   int64_t eval_every = 0;        // 0: only at the end
@@ -60,6 +62,12 @@ VitHparams vit_hparams(const VitRunConfig& c);               // the model's shap
 
 // The model's input for items `items` of s: pixels / 255.  -> F32 [n, 1, rows, cols]
 Tensor image_batch(const ImageSet& s, const std::vector<int64_t>& items);
+// The training batch of step `step`, augmented: image i is mirrored left–right with probability
+// `flip` and moved by (dy, dx), each uniform in [−shift, shift], pixels moved in from outside
+// being 0. The draws come from (seed, step) alone, in the batch's order: the same images whatever
+// the thread count, and again after a resume.  -> F32 [n, 1, rows, cols]
+Tensor augmented_batch(const ImageSet& s, const std::vector<int64_t>& items, float flip, int64_t shift, uint64_t seed,
+                       int64_t step);
 
 struct VitEval {
   int64_t n = 0;                   // images evaluated
