@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/vit.h"
+#include "toy/engines/distributed.h"
 #include "toy/engines/train_data.h"
 #include "toy/recipes/from_scratch.h"
 #include "toy/recipes/lora.h"
@@ -156,6 +157,7 @@ int run(const Args& a) {
   nlohmann::json j;
   try {
     if (!recipe && !resume.empty() && recipes::run_recipe(resume) == "vit") {  // its own flags: cmd_vit.cpp
+      if (launched_size() > 1) throw UsageError("a vit run trains in one process: run it without mpirun");
       for (const Flag& f : flags())
         if (a.has(f.name) && f.name != "resume" && f.name != "stop-after" && f.name != "threads")
           throw UsageError("--" + f.name + " is not a setting of a vit run (resuming one: --stop-after, --threads)");
@@ -214,7 +216,20 @@ int run(const Args& a) {
       .out = stdout, .err = stderr, .progress = !a.flag("no-progress") && ::isatty(2), .stop = &g_stop};
   try {
     const TrainRunConfig c = recipes::config_from_json(j);
+    ProcessGroup* world = nullptr;
+    try {
+      world = &toy::world();  // mpirun: the other ranks (docs/distributed.md)
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
+    io.world = world;
+    if (world->rank() != 0) {  // rank 0 reports; the others print only their errors
+      static std::FILE* null = std::fopen("/dev/null", "w");
+      if (null) io.out = io.err = null;
+      io.progress = false;
+    }
     const auto result = c.recipe == "lora" ? recipes::train_lora(c, io, resume) : recipes::train_run(c, io, resume);
+    leave_world();
     if (result.interrupted) return kInterrupted;
   } catch (const recipes::ConfigError& e) {
     throw UsageError(e.what());

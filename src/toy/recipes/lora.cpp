@@ -79,7 +79,6 @@ class AdapterCheckpointer : public Observer {
     fs::create_directories(fs::path(t.run_dir()) / "adapters");
   }
   void at(Trainer& t, int64_t s) override {
-    run_->dropout->step = s;
     const TrainRunConfig& c = t.config();
     if (s <= t.start() || (s != t.end() && (c.checkpoint_every == 0 || s % c.checkpoint_every != 0))) return;
     const fs::path dir = fs::path(t.run_dir()) / "adapters";
@@ -98,6 +97,17 @@ class AdapterCheckpointer : public Observer {
     }
     t.report(CheckpointReport{k});
   }
+
+ private:
+  std::shared_ptr<LoraRun> run_;
+};
+
+// Gives the dropout masks the step in flight, on every rank (each draws its masks itself).
+class DropoutStep : public Observer {
+ public:
+  explicit DropoutStep(std::shared_ptr<LoraRun> run) : run_(std::move(run)) {}
+  void at(Trainer&, int64_t s) override { run_->dropout->step = s; }
+  bool on_every_rank() const override { return true; }
 
  private:
   std::shared_ptr<LoraRun> run_;
@@ -141,6 +151,7 @@ RunResult train_lora(const TrainRunConfig& c0, const RunOutput& io, const std::s
   trainer.add_observer(loss_plot_observer());
   trainer.add_observer(evaluator());
   trainer.add_observer(std::make_unique<AdapterCheckpointer>(run));
+  trainer.add_observer(std::make_unique<DropoutStep>(run));
   return trainer.run();
 }
 

@@ -147,6 +147,8 @@ class EventFile : public Observer {
                       {"run_id", fs::path(t.run_dir()).filename().string()},
                       {"phase", c.recipe}};
     e.update(provenance());
+    e["world_size"] = t.world().size();  // processes training together (mpirun -np)
+    e["hosts"] = t.world().hosts();      // their host names, by rank
     e["model"] = {{"arch", mc.arch},       {"name", t.model_name()}, {"vocab", mc.n_vocab},
                   {"d_model", mc.d_model}, {"n_layers", mc.n_layer}, {"n_heads", mc.n_head},
                   {"n_kv", mc.n_kv_head},  {"d_head", mc.d_head},    {"d_ff", mc.d_ff}};

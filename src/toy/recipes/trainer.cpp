@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
@@ -171,12 +173,28 @@ int64_t Trainer::n_params() const {
 }
 
 Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string& resume_dir, const Recipe& recipe)
-    : c_(c), io_(io), resuming_(!resume_dir.empty()), run_dir_(resume_dir) {
+    : c_(c),
+      io_(io),
+      group_(io.world ? *io.world : one_process()),
+      resuming_(!resume_dir.empty()),
+      run_dir_(resume_dir) {
   validate(c_);
-  if (c_.threads > 0) kernels::set_num_threads(c_.threads);
+  if (c_.grad_accum % group_.size() != 0)
+    throw ConfigError("--grad-accum " + std::to_string(c_.grad_accum) + " does not split over " +
+                      std::to_string(group_.size()) + " processes: each trains whole micro-batches, give a multiple (" +
+                      std::to_string(group_.size()) + ", " + std::to_string(2 * group_.size()) + ", ...)");
+  if (c_.threads > 0)
+    kernels::set_num_threads(c_.threads);
+  else if (group_.local_size() > 1 && !std::getenv("TOY_THREADS"))  // ranks sharing a host share its cores
+    kernels::set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / group_.local_size()));
+  if (group_.rank() != 0) {
+    follow_rank0(recipe);
+    return;
+  }
   if (resuming_) {
     lock_ = BundleLock(run_dir_);  // before reading what another process could be writing
     resume_from_checkpoint();
+    group_.broadcast(sealed_ ? -1 : ckpt_->step);
     if (sealed_) return;
   } else {
     if (c_.run_id.empty()) c_.run_id = new_run_id(c_.recipe);
@@ -186,6 +204,23 @@ Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string
   load_model_and_data(recipe);
   if (!resuming_) open_new_bundle();  // only now: a run that fails to set up leaves no directory
   write_file_atomic((fs::path(run_dir_) / "config.json").string(), to_json(c_).dump(2) + "\n");
+  start_ = ckpt_ ? ckpt_->step : 0;
+  end_ = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
+  result_ = {.run_dir = run_dir_, .steps_done = start_};
+}
+
+// A rank other than 0 writes nothing: it loads what rank 0 loads (the checkpoint rank 0 chose,
+// after rank 0 has repaired the bundle) and trains on the same batches.
+void Trainer::follow_rank0(const Recipe& recipe) {
+  if (resuming_) {
+    const int64_t step = group_.broadcast(0);
+    if (step < 0) {
+      sealed_ = true;
+      return;
+    }
+    ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step), checkpoint_optimizer_path(run_dir_, step)};
+  }
+  load_model_and_data(recipe);
   start_ = ckpt_ ? ckpt_->step : 0;
   end_ = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
   result_ = {.run_dir = run_dir_, .steps_done = start_};
@@ -273,6 +308,7 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
                  .clip = c_.clip,
                  .grad_accum = c_.grad_accum};
   engine_ = std::make_unique<TrainEngine>(*model_, tc, recipe.trainable(*model_));
+  engine_->distribute(group_);
   if (ckpt_) {
     engine_->optimizer().load(*gguf::GgufFile::open(ckpt_->optimizer));
     if (engine_->steps() != ckpt_->step)
@@ -317,7 +353,7 @@ RunResult Trainer::run() {
   double last_loss = NAN;
   bool interrupted = false;
   for (int64_t s = start_;; ++s) {
-    if (io_.stop && io_.stop->load() && s < end_) end_ = s, interrupted = true;
+    if (group_.any(io_.stop && io_.stop->load()) && s < end_) end_ = s, interrupted = true;  // all ranks, same step
     for (auto& o : observers_) o->at(*this, s);
     if (s >= end_) break;
 
