@@ -112,6 +112,10 @@ class Console : public Observer {
                  (long long)e.steps_run, (long long)tokens, Progress::duration(e.seconds).c_str(),
                  double(tokens) / e.seconds, e.loss,
                  e.eval_loss >= 0 ? (", eval " + std::to_string(e.eval_loss)).c_str() : "", t.run_dir().c_str());
+    if (const ProcessGroup& w = t.world(); w.size() > 1 && e.steps_run > 0)  // docs/distributed.md: the volume
+      std::fprintf(t.io().err, "%d processes: rank 0 sent %.3f MB a step to the others (%lld bytes in %lld steps)\n",
+                   w.size(), double(w.bytes_sent()) / double(e.steps_run) / 1e6, (long long)w.bytes_sent(),
+                   (long long)e.steps_run);
     if (e.reason == EndReason::Interrupted && e.step == 0)
       std::fprintf(t.io().err, "no step finished: nothing to resume (%s has no checkpoint)\n", t.run_dir().c_str());
     else if (e.reason == EndReason::Interrupted)

@@ -187,43 +187,36 @@ Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string
     kernels::set_num_threads(c_.threads);
   else if (group_.local_size() > 1 && !std::getenv("TOY_THREADS"))  // ranks sharing a host share its cores
     kernels::set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / group_.local_size()));
-  if (group_.rank() != 0) {
-    follow_rank0(recipe);
-    return;
-  }
-  if (resuming_) {
+  const bool writer = group_.rank() == 0;  // the other ranks of an mpirun job write nothing
+  if (resuming_ && writer) {
     lock_ = BundleLock(run_dir_);  // before reading what another process could be writing
     resume_from_checkpoint();
-    group_.broadcast(sealed_ ? -1 : ckpt_->step);
-    if (sealed_) return;
-  } else {
+    group_.broadcast(sealed_ ? -1 : ckpt_->step);  // the checkpoint the other ranks load
+  } else if (resuming_) {
+    follow_resume(group_.broadcast(0));  // after rank 0 has repaired the bundle
+  } else if (writer) {
     if (c_.run_id.empty()) c_.run_id = new_run_id(c_.recipe);
     run_dir_ = (fs::path(c_.runs_dir) / c_.run_id).string();
     if (fs::exists(run_dir_)) throw run_dir_exists(run_dir_);  // early: before the data is loaded
   }
+  if (sealed_) return;
   load_model_and_data(recipe);
-  if (!resuming_) open_new_bundle();  // only now: a run that fails to set up leaves no directory
-  write_file_atomic((fs::path(run_dir_) / "config.json").string(), to_json(c_).dump(2) + "\n");
+  if (writer) {
+    if (!resuming_) open_new_bundle();  // only now: a run that fails to set up leaves no directory
+    write_file_atomic((fs::path(run_dir_) / "config.json").string(), to_json(c_).dump(2) + "\n");
+  }
   start_ = ckpt_ ? ckpt_->step : 0;
   end_ = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
   result_ = {.run_dir = run_dir_, .steps_done = start_};
 }
 
-// A rank other than 0 writes nothing: it loads what rank 0 loads (the checkpoint rank 0 chose,
-// after rank 0 has repaired the bundle) and trains on the same batches.
-void Trainer::follow_rank0(const Recipe& recipe) {
-  if (resuming_) {
-    const int64_t step = group_.broadcast(0);
-    if (step < 0) {
-      sealed_ = true;
-      return;
-    }
-    ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step), checkpoint_optimizer_path(run_dir_, step)};
+// A rank other than 0 resumes from rank 0's checkpoint `step` (−1: rank 0 only sealed the run).
+void Trainer::follow_resume(int64_t step) {
+  if (step < 0) {
+    sealed_ = true;
+    return;
   }
-  load_model_and_data(recipe);
-  start_ = ckpt_ ? ckpt_->step : 0;
-  end_ = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
-  result_ = {.run_dir = run_dir_, .steps_done = start_};
+  ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step), checkpoint_optimizer_path(run_dir_, step)};
 }
 
 // The newest complete checkpoint; a dead run's temporaries and torn last event are removed.

@@ -173,7 +173,7 @@ class Trainer {
   void resume_from_checkpoint();
   void load_model_and_data(const Recipe& recipe);
   void seal();
-  void follow_rank0(const Recipe& recipe);
+  void follow_resume(int64_t step);
   void finish(EndReport e);
 
   TrainRunConfig c_;
