@@ -112,7 +112,8 @@ std::vector<Flag> flags() {
       {"context", FlagType::Int, std::to_string(d.context), "tokens per training sequence T"},
       {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B (per micro-batch with --grad-accum)"},
       {"grad-accum", FlagType::Int, std::to_string(d.grad_accum),
-       "micro-batches of --batch sequences per update: the result of a batch N times larger, in 1/N of the memory"},
+       "micro-batches of --batch sequences per update: the result of a batch N times larger, in 1/N of the memory; "
+       "under mpirun -np P shared out over the P processes (a multiple of P; docs/distributed.md)"},
       {"steps", FlagType::Int, std::to_string(d.steps), "optimizer steps"},
       {"lr", FlagType::Float, num(d.lr), "peak learning rate"},
       {"schedule", FlagType::String, d.schedule,
@@ -255,7 +256,9 @@ Registrar reg({
                "`eval N: val_loss=X` (after N updates) on stdout;\n"
                "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n"
                "Ctrl-C or SIGTERM ends the run after the step in flight with a checkpoint (exit 130; continue\n"
-               "with --resume); a second one ends it at once.\n\n"
+               "with --resume); a second one ends it at once.\n"
+               "Under mpirun -np P the processes share each step's --grad-accum micro-batches and give the\n"
+               "same bits as one process; rank 0 writes the bundle (docs/distributed.md).\n\n"
                "examples:\n"
                "  toy train from-scratch --corpus ../shared/corpora/tinystories_sample.txt --tokenizer model.gguf \\\n"
                "      --d-model 128 --layers 4 --heads 4 --kv-heads 2 --ff 384 --context 128 --batch 16 --steps 2000 "
