@@ -158,7 +158,6 @@ int run(const Args& a) {
   nlohmann::json j;
   try {
     if (!recipe && !resume.empty() && recipes::run_recipe(resume) == "vit") {  // its own flags: cmd_vit.cpp
-      if (launched_size() > 1) throw UsageError("a vit run trains in one process: run it without mpirun");
       for (const Flag& f : flags())
         if (a.has(f.name) && f.name != "resume" && f.name != "stop-after" && f.name != "threads")
           throw UsageError("--" + f.name + " is not a setting of a vit run (resuming one: --stop-after, --threads)");
