@@ -123,7 +123,9 @@ httplib::Server::HandlerWithContentReader Server::Impl::with_body(BodyHandler fn
 Server::Impl::Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c)
     : model(m),
       tokenizer(std::move(t)),
+      trie(*tokenizer),
       prompter(std::move(chat)),
+      tool_format(serve::tool_format(prompter.source().template_source)),
       config(std::move(c)),
       slots(m, config.parallel, config.n_ctx, config.kv_type, config.queue) {}
 

@@ -70,7 +70,9 @@ struct Server::Impl {
 
   const Model& model;
   std::shared_ptr<const Tokenizer> tokenizer;
+  TokenTrie trie;  // the token texts, for constrained decoding
   ChatPrompter prompter;
+  ToolFormat tool_format;  // how the chat template writes tool calls
   ServerConfig config;
   SlotPool slots;
   DecodeLoop decoder;  // after slots: its Runs hold leases
