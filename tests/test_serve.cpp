@@ -1174,16 +1174,18 @@ TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
     if (!lora.is_null()) q["lora"] = lora;
     const Reply r = post(port, "/v1/completions", q);
     EXPECT_EQ(r.status, 200) << r.body;
+    const json answer = r.j();  // kept: the loop below reads into it
     std::vector<double> lp;
-    for (const json& v : r.j()["choices"][0]["logprobs"]["token_logprobs"]) lp.push_back(v.is_null() ? 0.0 : double(v));
+    for (const json& v : answer["choices"][0]["logprobs"]["token_logprobs"])
+      lp.push_back(v.is_null() ? 0.0 : double(v));
     return lp;
   };
   auto evaluated = [&](const std::string& flags) {
     const auto e = run_toy("eval " + base.string() + " --ids " + id_list + " --json " + flags);
     EXPECT_EQ(e.code, 0) << e.err;
+    const json scored = json::parse(e.out);
     std::vector<double> lp;
-    for (const json& t : json::parse(e.out)["tokens"])
-      lp.push_back(t["logprob"].is_null() ? 0.0 : double(t["logprob"]));
+    for (const json& t : scored["tokens"]) lp.push_back(t["logprob"].is_null() ? 0.0 : double(t["logprob"]));
     return lp;
   };
   auto expect_near = [](const std::vector<double>& got, const std::vector<double>& want, double tol,
