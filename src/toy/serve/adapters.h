@@ -35,7 +35,6 @@ class AdapterModels {
   // base (lora.h apply_loras) and throws gguf::GgufError naming the one that does not fit.
   AdapterModels(const Model& base, AdapterSetup setup);
 
-  size_t size() const { return adapters_.size(); }
   struct Listed {
     int id = 0;
     std::string path;
