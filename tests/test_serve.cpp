@@ -25,7 +25,9 @@
 
 #include "fixtures.h"
 #include "serve/server_process.h"
+#include "toy/archs/lora.h"
 #include "toy/io/gguf.h"
+#include "toy/primitives/primitives.h"
 #include "toy/serve/text_stream.h"
 #include "toy/serve/tool_calls.h"
 
@@ -1263,6 +1265,139 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
               double(tokens) / double(steps));
   EXPECT_GT(tokens, steps + steps / 2);
   EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+}
+
+// ---------------------------------------------------------------------------------------------
+// LoRA adapters (--lora, --lora-scaled): llama-server's per-request `lora` field and GET/POST
+// /lora-adapters. Adapter 0 is the reference's trained adapter A; adapter 1 is A with B doubled,
+// so that by W + s·(α/r)·B·A it is A at twice the scale. Every answer is checked against
+// `toy eval --lora-scaled A s` (itself checked against PyTorch in test_lora.cpp): scale 0 is the
+// base, and the scales of two adapters add up.
+
+TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
+  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
+  TOY_REQUIRE_FIXTURE(adapter, "train/lora-smollm2-final.gguf");
+  const std::string A = adapter.string(), A2 = tmp("lora_doubled.gguf");
+  {
+    toy::LoraAdapter doubled = toy::read_lora(A);
+    for (auto& [name, p] : doubled.pairs) p.B = toy::scale(p.B.clone(), 2.0f);
+    toy::write_lora(doubled, A2);
+  }
+  ServerProcess s(base.string(), "--name smol --parallel 2 --ctx 256 --lora " + A + " --lora-scaled " + A2 + " 0.5");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+
+  Reply l = get(port, "/lora-adapters");
+  ASSERT_EQ(l.status, 200) << l.body;
+  ASSERT_EQ(l.j().size(), 2u) << l.body;
+  EXPECT_EQ(l.j()[0], (json{{"id", 0}, {"path", A}, {"scale", 1.0}}));
+  EXPECT_EQ(l.j()[1], (json{{"id", 1}, {"path", A2}, {"scale", 0.5}}));
+
+  // The prompt's log-probabilities as the server scores them (echo), and as `toy eval` does.
+  const std::vector<int> ids = {1, 17, 42, 99, 123, 200, 301, 77, 5, 480, 33, 260};
+  std::string id_list;
+  for (int id : ids) id_list += (id_list.empty() ? "" : ",") + std::to_string(id);
+  auto served = [&](const json& lora) {
+    json q = {{"prompt", ids}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}};
+    if (!lora.is_null()) q["lora"] = lora;
+    const Reply r = post(port, "/v1/completions", q);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json answer = r.j();  // kept: the loop below reads into it
+    std::vector<double> lp;
+    for (const json& v : answer["choices"][0]["logprobs"]["token_logprobs"])
+      lp.push_back(v.is_null() ? 0.0 : double(v));
+    return lp;
+  };
+  auto evaluated = [&](const std::string& flags) {
+    const auto e = run_toy("eval " + base.string() + " --ids " + id_list + " --json " + flags);
+    EXPECT_EQ(e.code, 0) << e.err;
+    const json scored = json::parse(e.out);
+    std::vector<double> lp;
+    for (const json& t : scored["tokens"]) lp.push_back(t["logprob"].is_null() ? 0.0 : double(t["logprob"]));
+    return lp;
+  };
+  auto expect_near = [](const std::vector<double>& got, const std::vector<double>& want, double tol,
+                        const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << ", token " << i;
+  };
+  const std::vector<double> plain = evaluated(""), half = evaluated("--lora-scaled " + A + " 0.5"),
+                            twice = evaluated("--lora-scaled " + A + " 2");
+  // The adapter moves the scores well beyond the tolerances below.
+  double moved = 0;
+  for (size_t i = 0; i < plain.size(); ++i) moved = std::max(moved, std::abs(twice[i] - plain[i]));
+  EXPECT_GT(moved, 0.05);
+
+  // No `lora`: the global scales, 1·A + 0.5·(2·A) = 2·A. The same math in another order: 1e-4.
+  expect_near(served(nullptr), twice, 1e-4, "global scales");
+  expect_near(served(json::array()), plain, 1e-5, "lora []: the base");
+  expect_near(served(json::parse(R"([{"id": 0, "scale": 0}, {"id": 1, "scale": 0.0}])")), plain, 1e-5,
+              "scales 0: the base");
+  expect_near(served(json::parse(R"([{"id": 0, "scale": 0.5}])")), half, 1e-5, "A at 0.5");
+  expect_near(served(json::parse(R"([{"id": 1, "scale": 1}])")), twice, 1e-4, "doubled B at 1 = A at 2");
+
+  // Two requests with other scales at once decode in separate batches and answer as alone.
+  const std::vector<json> requests = {
+      {{"prompt", ids}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}, {"lora", json::array()}},
+      {{"prompt", ids},
+       {"max_tokens", 24},
+       {"temperature", 0},
+       {"ignore_eos", true},
+       {"lora", json::parse(R"([{"id": 0, "scale": 2}])")}},
+  };
+  std::vector<std::string> alone;
+  for (const json& q : requests) alone.push_back(post(port, "/v1/completions", q).j()["choices"][0]["text"]);
+  EXPECT_NE(alone[0], alone[1]);
+  std::vector<std::future<Reply>> futures;
+  for (const json& q : requests)
+    futures.push_back(std::async(std::launch::async, [&, q] { return post(port, "/v1/completions", q); }));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Reply r = futures[i].get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.j()["choices"][0]["text"], alone[i]) << "request " << i;
+  }
+
+  // POST /lora-adapters sets the global scales; adapters it leaves out get 0.
+  Reply set = post(port, "/lora-adapters", json::parse(R"([{"id": 1, "scale": 0.25}])"));
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(set.j(), (json{{"success", true}}));
+  l = get(port, "/lora-adapters");
+  EXPECT_EQ(l.j()[0]["scale"], 0.0);
+  EXPECT_EQ(l.j()[1]["scale"], 0.25);
+  expect_near(served(nullptr), half, 1e-4, "global 0.25·(2·A)");
+  ASSERT_EQ(post(port, "/lora-adapters", json::array()).status, 200);
+  expect_near(served(nullptr), plain, 1e-5, "global scales all 0");
+
+  // Client mistakes: 400 naming the field, and the server goes on.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"("x")", "'lora'"},
+      {R"({"id": 0, "scale": 1})", "'lora'"},
+      {R"([1])", "'lora[0]'"},
+      {R"([{"id": 2, "scale": 1}])", "no LoRA adapter has id 2"},
+      {R"([{"id": -1, "scale": 1}])", "'lora[0].id'"},
+      {R"([{"id": 0.5, "scale": 1}])", "'lora[0].id'"},
+      {R"([{"id": 0}])", R"(needs \"id\" and \"scale\")"},
+      {R"([{"id": 0, "scale": "1"}])", "'lora[0].scale'"},
+      {R"([{"id": 0, "scale": 1e9}])", "'lora[0].scale'"},
+      {R"([{"id": 0, "scale": 1}, {"id": 0, "scale": 2}])", "listed twice"},
+  };
+  for (const auto& [text, message] : bad) {
+    const json lora = json::parse(text);
+    const Reply r = post(port, "/v1/completions", json{{"prompt", ids}, {"max_tokens", 1}, {"lora", lora}});
+    EXPECT_EQ(r.status, 400) << lora.dump() << ": " << r.body;
+    EXPECT_NE(r.body.find(message), std::string::npos) << lora.dump() << ": " << r.body;
+    const Reply g = post(port, "/lora-adapters", lora);
+    EXPECT_EQ(g.status, 400) << lora.dump() << ": " << g.body;
+  }
+  EXPECT_EQ(post(port, "/lora-adapters", std::string("{")).status, 400);
+  EXPECT_EQ(get(port, "/lora-adapters").j()[1]["scale"], 0.0);  // unchanged by the refused ones
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+
+  // An adapter that does not fit the base: exit 3 before listening, naming it.
+  TOY_REQUIRE_FIXTURE(tiny, kModel);
+  const auto r = run_toy("serve " + tiny.string() + " --host not-an-address --port 0 --lora " + A);  // never listens
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(A), std::string::npos) << r.err;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -119,8 +119,8 @@ class Console : public Observer {
     if (e.reason == EndReason::Interrupted && e.step == 0)
       std::fprintf(t.io().err, "no step finished: nothing to resume (%s has no checkpoint)\n", t.run_dir().c_str());
     else if (e.reason == EndReason::Interrupted)
-      std::fprintf(t.io().err, "checkpoint weights/step-%lld.gguf; continue with: toy train --resume %s\n",
-                   (long long)e.step, t.run_dir().c_str());
+      std::fprintf(t.io().err, "checkpoint %s/step-%lld.gguf; continue with: toy train --resume %s\n",
+                   t.checkpoint_dir(), (long long)e.step, t.run_dir().c_str());
   }
 
  private:
@@ -198,7 +198,8 @@ class EventFile : public Observer {
       end["eval_loss"] = e.eval_loss >= 0 ? ordered_json(e.eval_loss) : ordered_json(nullptr);
       end["wall_us"] = micros(e.seconds);
       end["tokens_per_s"] = double(tokens) / e.seconds;
-      end["checkpoint"] = fs::relative(checkpoint_model_path(t.run_dir(), e.step), t.run_dir()).string();
+      end["checkpoint"] =
+          fs::relative(checkpoint_model_path(t.run_dir(), e.step, t.checkpoint_dir()), t.run_dir()).string();
     }
     log_.emit("run_end", end);
   }

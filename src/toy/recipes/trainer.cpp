@@ -177,7 +177,8 @@ Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string
       io_(io),
       group_(io.world ? *io.world : one_process()),
       resuming_(!resume_dir.empty()),
-      run_dir_(resume_dir) {
+      run_dir_(resume_dir),
+      checkpoint_dir_(recipe.checkpoint_dir) {
   validate(c_);
   if (c_.grad_accum % group_.size() != 0)
     throw ConfigError("--grad-accum " + std::to_string(c_.grad_accum) + " does not split over " +
@@ -216,7 +217,8 @@ void Trainer::follow_resume(int64_t step) {
     sealed_ = true;
     return;
   }
-  ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step), checkpoint_optimizer_path(run_dir_, step)};
+  ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step, checkpoint_dir_),
+                     checkpoint_optimizer_path(run_dir_, step, checkpoint_dir_)};
 }
 
 // The newest complete checkpoint; a dead run's temporaries and torn last event are removed.
@@ -225,10 +227,12 @@ void Trainer::resume_from_checkpoint() {
   if (const size_t torn = repair_event_log(events_path()))
     std::fprintf(io_.err, "%s: removed a torn last line (%zu bytes) left by a killed run\n", events_path().c_str(),
                  torn);
-  ckpt_ = latest_resumable_checkpoint(run_dir_);
+  ckpt_ = latest_resumable_checkpoint(run_dir_, checkpoint_dir_);
   if (!ckpt_)
-    throw DataError(run_dir_ + ": no checkpoint to resume from (weights/step-N.gguf with its step-N.optim.gguf)");
-  const bool unsealed = !fs::exists(fs::path(run_dir_) / "weights" / "final.gguf") || !ends_with_run_end(events_path());
+    throw DataError(run_dir_ + ": no checkpoint to resume from (" + checkpoint_dir_ +
+                    "/step-N.gguf with its step-N.optim.gguf)");
+  const bool unsealed =
+      !fs::exists(fs::path(run_dir_) / checkpoint_dir_ / "final.gguf") || !ends_with_run_end(events_path());
   if (ckpt_->step == c_.steps && unsealed) return seal();
   if (ckpt_->step >= c_.steps)
     throw ConfigError(run_dir_ + " already has " + std::to_string(ckpt_->step) +
@@ -241,7 +245,7 @@ void Trainer::resume_from_checkpoint() {
 // A run killed after its last checkpoint but before final.gguf and run_end: finish those.
 void Trainer::seal() {
   sealed_ = true;
-  link_final(run_dir_, ckpt_->model);
+  link_final(run_dir_, ckpt_->model, checkpoint_dir_);
   const double loss = logged_loss(events_path(), ckpt_->step);
   EventLog(events_path())
       .emit("run_end", {{"ended_at", utc_timestamp()},
@@ -251,8 +255,8 @@ void Trainer::seal() {
                         {"exit_code", exit_code(EndReason::Completed)},
                         {"sealed", true},
                         {"checkpoint", fs::relative(ckpt_->model, run_dir_).string()}});
-  std::fprintf(io_.err, "%s had reached step %lld: sealed it (weights/final.gguf, run_end)\n", run_dir_.c_str(),
-               (long long)ckpt_->step);
+  std::fprintf(io_.err, "%s had reached step %lld: sealed it (%s/final.gguf, run_end)\n", run_dir_.c_str(),
+               (long long)ckpt_->step, checkpoint_dir_);
   result_ = {.run_dir = run_dir_, .steps_done = ckpt_->step, .last_loss = loss, .completed = true};
 }
 
@@ -277,7 +281,7 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
   }
 
   if (ckpt_)
-    model_ = load_model(gguf::GgufFile::open(ckpt_->model));
+    model_ = recipe.resume_model ? recipe.resume_model(*ckpt_) : load_model(gguf::GgufFile::open(ckpt_->model));
   else if (init_file)
     model_ = load_model(init_file);
   else

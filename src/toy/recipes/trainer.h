@@ -82,6 +82,10 @@ struct Recipe {
   // The batches and held-out data.
   std::function<TrainingData(const TrainRunConfig&, const Tokenizer*, int64_t n_vocab, std::FILE* err)> data =
       load_training_data;
+  // The bundle directory of the checkpoints (run_bundle.h): weights/, or adapters/ for a LoRA run.
+  const char* checkpoint_dir = kWeightsDir;
+  // The model of the checkpoint a run resumes from (null: the checkpoint file, loaded).
+  std::function<std::unique_ptr<Model>(const Checkpoint&)> resume_model = nullptr;
 };
 
 // What observers are told.
@@ -156,6 +160,7 @@ class Trainer {
   ProcessGroup& world() const { return group_; }
   const std::string& run_dir() const { return run_dir_; }
   std::string events_path() const;
+  const char* checkpoint_dir() const { return checkpoint_dir_; }  // Recipe::checkpoint_dir
   bool resuming() const { return resuming_; }
   int64_t start() const { return start_; }  // first step of this invocation (the checkpoint resumed from)
   int64_t end() const { return end_; }      // the step this invocation ends at
@@ -181,6 +186,7 @@ class Trainer {
   ProcessGroup& group_;
   bool resuming_ = false;
   std::string run_dir_;
+  const char* checkpoint_dir_ = kWeightsDir;
   BundleLock lock_;
   std::optional<Checkpoint> ckpt_;  // resumed from
   bool sealed_ = false;             // this invocation only sealed a finished run

@@ -26,9 +26,10 @@ struct Job {
   CompletionRequest req;
   std::vector<int32_t> prompt;
   GenerationSettings settings;
-  std::string echo_text;  // completions with echo: the prompt as text
-  bool tools = false;     // chat with tools that may be called: calls are parsed out of the answers
-  bool forced = false;    // tool_choice required or named: the answers are calls, under a grammar
+  std::string echo_text;               // completions with echo: the prompt as text
+  bool tools = false;                  // chat with tools that may be called: calls are parsed out of the answers
+  bool forced = false;                 // tool_choice required or named: the answers are calls, under a grammar
+  std::shared_ptr<const Model> model;  // the served model with the request's LoRA scales
 };
 
 // "12 + 40 tokens, 0.31 s" for the log.
@@ -75,7 +76,7 @@ std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
 
 // What can be checked about a request before it waits for a slot (its JSON, fields, model name);
 // throws ApiError (4xx).
-Job prepare(const Server::Impl& s, const std::string& body, Endpoint endpoint) {
+Job prepare(Server::Impl& s, const std::string& body, Endpoint endpoint) {
   if (s.stopping) throw ApiError(503, "The server is shutting down", "", "shutting_down");
   Job job;
   job.req = parse_request(parse_json_body(body), endpoint);
@@ -97,6 +98,7 @@ Job prepare(const Server::Impl& s, const std::string& body, Endpoint endpoint) {
     if (id >= s.tokenizer->n_vocab())
       throw bad_request("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                           std::to_string(s.tokenizer->n_vocab()) + ")");
+  job.model = s.adapters.model(s.adapters.request_scales(r.lora));
   return job;
 }
 
@@ -184,6 +186,7 @@ bool lease_slot(SlotPool& slots, std::optional<SlotPool::Lease>& lease) {
 CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job, int choice, bool stream,
                           const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
                           const std::function<bool(const Delta&)>& on_delta, const std::function<bool()>& alive) {
+  lease.use_model(job.model);
   Completion c(lease.engine(), *s.tokenizer, job.prompt, choice_settings(job, choice));
   const std::vector<TokenLogprob>& prompt_scores = c.prefill();
   if (on_prompt && !on_prompt(prompt_scores)) {

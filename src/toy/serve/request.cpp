@@ -396,6 +396,7 @@ bool read_field(const std::string& key, Endpoint endpoint) {
                                                "stream_options",
                                                "ignore_eos",
                                                "cache_prompt",
+                                               "lora",
                                                "response_format"};
   static const std::set<std::string> chat = {"messages", "max_completion_tokens", "logprobs",           "top_logprobs",
                                              "tools",    "tool_choice",           "parallel_tool_calls"};
@@ -433,6 +434,28 @@ json parse_json_body(std::string_view text) {
         "", "json_too_deep");
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   return j;
+}
+
+std::vector<LoraScale> parse_lora_scales(const json& v, const std::string& param) {
+  if (!v.is_array()) throw wrong_type(param, "an array of {\"id\", \"scale\"} objects", v);
+  std::vector<LoraScale> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    if (!v[i].is_object()) throw wrong_type(p, "an object with \"id\" and \"scale\"", v[i]);
+    std::optional<int64_t> id;
+    std::optional<double> scale;
+    try {
+      id = integer(v[i], "id", 0, std::numeric_limits<int32_t>::max());
+      scale = number(v[i], "scale", -kMaxLoraScale, kMaxLoraScale);
+    } catch (const ApiError& e) {  // it names "id" or "scale": name "lora[i].id" instead
+      throw ApiError(e.status, "'" + p + "." + std::string(e.what()).substr(1), p + "." + e.param, e.code);
+    }
+    if (!id || !scale) throw ApiError(400, "'" + p + "' needs \"id\" and \"scale\"", p, "missing_field");
+    for (const LoraScale& l : out)
+      if (l.id == *id) throw bad_request(p, "adapter " + std::to_string(*id) + " is listed twice");
+    out.push_back({.id = *id, .scale = float(*scale)});
+  }
+  return out;
 }
 
 TokenizeRequest parse_tokenize(const json& body) {
@@ -507,6 +530,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   }
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.cache_prompt = boolean(body, "cache_prompt").value_or(true);
+  if (const json* l = field(body, "lora")) r.lora = parse_lora_scales(*l, "lora");
 
   if (endpoint == Endpoint::Chat) {
     const bool lp = boolean(body, "logprobs").value_or(false);

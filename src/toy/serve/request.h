@@ -26,6 +26,12 @@ namespace toy::serve {
 
 enum class Endpoint { Completions, Chat };
 
+// One adapter's scale, as llama-server's `lora` field and POST /lora-adapters list them.
+struct LoraScale {
+  int64_t id = 0;  // the adapter's index in GET /lora-adapters
+  float scale = 0;
+};
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::optional<std::string> model;  // absent: the served model
@@ -58,6 +64,9 @@ struct CompletionRequest {
   // Constrained decoding: the grammar every answer follows (from `grammar`, or response_format
   // json_object / json_schema); null for free text.
   std::shared_ptr<const Grammar> grammar;
+  // extension (llama.cpp): the LoRA adapters' scales for this request (unlisted ones 0); absent:
+  // the global scales (serve/adapters.h)
+  std::optional<std::vector<LoraScale>> lora;
 
   // Top-level fields the server does not read (for a warning in the log), each cut to 40 bytes
   // and printable; at most kMaxIgnoredFields of them.
@@ -75,6 +84,12 @@ nlohmann::ordered_json parse_json_body(std::string_view text);
 
 // Throws ApiError(400) for a body that is not an object, wrong types, bad ranges, missing fields.
 CompletionRequest parse_request(const nlohmann::ordered_json& body, Endpoint endpoint);
+
+// `lora` of a request, or POST /lora-adapters' body (`param` names it in errors):
+// [{"id": integer, "scale": number}, ...], each id at most once, |scale| ≤ kMaxLoraScale. The ids
+// are checked against the adapters the server has by AdapterModels. Throws ApiError(400).
+constexpr double kMaxLoraScale = 100;
+std::vector<LoraScale> parse_lora_scales(const nlohmann::ordered_json& v, const std::string& param);
 
 // POST /tokenize: {"content": string, "add_special"?: bool, "with_pieces"?: bool}.
 struct TokenizeRequest {
