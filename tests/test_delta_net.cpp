@@ -1,6 +1,7 @@
 // tests/test_delta_net.cpp — the Gated DeltaNet pieces (qwen35, qwen3next): the chunked delta rule
 // against the token-by-token recurrence in double, a sequence fed in pieces through its state, the
-// causal convolution, the L2 norm, and the recurrent state as a layer's cache. The models
+// causal convolution, the L2 norm, the gradients of the convolution, the L2 norm and the log-decay
+// against finite differences of double references, and the recurrent state as a layer's cache. The models
 // themselves are checked against llama.cpp by test_models.cpp and test_archs.cpp (long reference).
 #include <gtest/gtest.h>
 
