@@ -16,6 +16,7 @@
 #include "toy/engines/train_data.h"
 #include "toy/recipes/from_scratch.h"
 #include "toy/recipes/lora.h"
+#include "toy/recipes/warm_start.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
@@ -86,6 +87,10 @@ std::vector<Flag> flags() {
       {"rank", FlagType::Int, std::to_string(d.rank), "lora: rank r of each adapter"},
       {"alpha", FlagType::Float, num(d.alpha), "lora: W + (alpha/r)·B·A"},
       {"dropout", FlagType::Float, num(d.dropout), "lora: dropout on the adapters' input while training"},
+      // warm-start
+      {"donor", FlagType::Path, "",
+       "warm-start: the model whose token embedding (any dtype, through a learned lens) and tokenizer the new "
+       "model takes over"},
       {"eval-fraction", FlagType::Float, num(d.eval_fraction),
        "fraction of the corpus held out for evaluation (0: none)"},
       {"eval-batches", FlagType::Int, std::to_string(d.eval_batches), "held-out batches per evaluation"},
@@ -149,8 +154,8 @@ int run(const Args& a) {
   const std::string resume = a.str("resume");
   const auto recipe = a.positional(0);
   if (!recipe && resume.empty()) throw UsageError("'toy train' needs RECIPE (from-scratch) or --resume DIR");
-  if (recipe && *recipe != "from-scratch" && *recipe != "lora")
-    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, lora, vit)");
+  if (recipe && *recipe != "from-scratch" && *recipe != "warm-start" && *recipe != "lora")
+    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, warm-start, lora, vit)");
   if (a.integer("seed") < 0) throw UsageError("--seed must be ≥ 0");
 
   nlohmann::json j;
@@ -214,7 +219,9 @@ int run(const Args& a) {
       .out = stdout, .err = stderr, .progress = !a.flag("no-progress") && ::isatty(2), .stop = &g_stop};
   try {
     const TrainRunConfig c = recipes::config_from_json(j);
-    const auto result = c.recipe == "lora" ? recipes::train_lora(c, io, resume) : recipes::train_run(c, io, resume);
+    const auto result = c.recipe == "lora"         ? recipes::train_lora(c, io, resume)
+                        : c.recipe == "warm-start" ? recipes::train_warm_start(c, io, resume)
+                                                   : recipes::train_run(c, io, resume);
     if (result.interrupted) return kInterrupted;
   } catch (const recipes::ConfigError& e) {
     throw UsageError(e.what());
@@ -231,8 +238,8 @@ Registrar reg({
     .summary = "train a model from scratch (or from given weights) and write a run bundle",
     .positionals =
         {{"RECIPE",
-          "from-scratch or lora (optional with --resume, which continues a vit run too); vit has flags of its "
-          "own: toy train vit --help",
+          "from-scratch, warm-start or lora (optional with --resume, which continues a vit run too); vit has flags "
+          "of its own: toy train vit --help",
           /*required=*/false}},
     .flags = flags(),
     .run = run,
