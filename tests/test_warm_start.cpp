@@ -90,30 +90,46 @@ TEST(WarmStart, FoldsTheLensIntoAPlainCheckpointAndResumesExactly) {
   for (const char* w : {"step-6.gguf", "step-6.optim.gguf"})
     EXPECT_EQ(read_bytes(d.dir / "runs/full/weights" / w), read_bytes(d.dir / "runs/part/weights" / w)) << w;
 
-  auto ckpt = gguf::GgufFile::open((d.dir / "runs/full/weights/step-6.gguf").string());
-  auto optim = gguf::GgufFile::open((d.dir / "runs/full/weights/step-6.optim.gguf").string());
+  // With --train-embd the new model's own table W trains too, and the file holds W + c·E·lens.
+  auto own = run_toy(base + " --train-embd --run-id own");
+  ASSERT_EQ(own.code, 0) << own.err;
+
   auto donor_file = gguf::GgufFile::open(donor);
   const gguf::TensorInfo* de = donor_file->find_tensor("token_embd.weight");
   ASSERT_TRUE(de);
   ASSERT_EQ(de->dtype, DType::Q8_0);
   const std::vector<double> E = dequantize_q8_0(donor_file->tensor_data(*de), 260, 64);  // [260, 64]
-  const std::vector<float> lens = f32_tensor(*optim, "optim.w.token_embd.lens", {64, 32});
-  const std::vector<float> folded = f32_tensor(*ckpt, "token_embd.weight", {260, 32});
-  ASSERT_EQ(lens.size(), 64u * 32);
-  ASSERT_EQ(folded.size(), 260u * 32);
-  double sum_sq = 0;  // token_embd = c·E·lens with c = 32 / (rms(E)·√donor_d) (recipes/warm_start.h)
+  double sum_sq = 0;  // token_embd = W + c·E·lens with c = 32 / (rms(E)·√donor_d) (recipes/warm_start.h)
   for (double e : E) sum_sq += e * e;
   const double c = 32 / (std::sqrt(sum_sq / double(E.size())) * std::sqrt(64.0));
-  double worst = 0, largest = 0;
-  for (int v = 0; v < 260; ++v)
-    for (int j = 0; j < 32; ++j) {
-      double sum = 0;
-      for (int k = 0; k < 64; ++k) sum += c * E[size_t(v * 64 + k)] * lens[size_t(k * 32 + j)];
-      worst = std::max(worst, std::abs(sum - folded[size_t(v * 32 + j)]));
-      largest = std::max(largest, std::abs(sum));
-    }
-  EXPECT_GT(largest, 1e-3);
-  EXPECT_LE(worst, 1e-6 * largest);  // f32 sums of 64 products
+  for (const char* run : {"full", "own"}) {
+    SCOPED_TRACE(run);
+    const fs::path weights = d.dir / "runs" / run / "weights";
+    auto ckpt = gguf::GgufFile::open((weights / "step-6.gguf").string());
+    auto optim = gguf::GgufFile::open((weights / "step-6.optim.gguf").string());
+    const std::vector<float> lens = f32_tensor(*optim, "optim.w.token_embd.lens", {64, 32});
+    const std::vector<float> folded = f32_tensor(*ckpt, "token_embd.weight", {260, 32});
+    std::vector<float> W(260 * 32, 0.0f);  // frozen at zero, unless trained: then in the optimizer state
+    if (std::string(run) == "own") W = f32_tensor(*optim, "optim.w.token_embd.weight", {260, 32});
+    ASSERT_EQ(lens.size(), 64u * 32);
+    ASSERT_EQ(folded.size(), 260u * 32);
+    ASSERT_EQ(W.size(), 260u * 32);
+    double worst = 0, largest = 0, largest_w = 0;
+    for (int v = 0; v < 260; ++v)
+      for (int j = 0; j < 32; ++j) {
+        double sum = W[size_t(v * 32 + j)];
+        for (int k = 0; k < 64; ++k) sum += c * E[size_t(v * 64 + k)] * lens[size_t(k * 32 + j)];
+        worst = std::max(worst, std::abs(sum - folded[size_t(v * 32 + j)]));
+        largest = std::max(largest, std::abs(sum));
+        largest_w = std::max(largest_w, double(std::abs(W[size_t(v * 32 + j)])));
+      }
+    EXPECT_GT(largest, 1e-3);
+    EXPECT_LE(worst, 1e-6 * largest);  // f32 sums of 64 products
+    EXPECT_EQ(largest_w > 0, std::string(run) == "own");
+  }
+
+  auto ckpt = gguf::GgufFile::open((d.dir / "runs/full/weights/step-6.gguf").string());
+  const std::vector<float> folded = f32_tensor(*ckpt, "token_embd.weight", {260, 32});
   const std::vector<float> output = f32_tensor(*ckpt, "output.weight", {260, 32});
   EXPECT_NE(output, folded);  // untied, trained on its own
   for (const auto& t : ckpt->tensors()) EXPECT_EQ(t.name.find("lens"), std::string::npos) << t.name;
@@ -146,6 +162,7 @@ TEST(WarmStart, BadDonorIsAClearError) {
   expect("warm-start --donor " + donor + " --tokenizer " + other_vocab, 3, "is not the vocabulary of --donor");
   expect("warm-start", 2, "needs --donor");
   expect("from-scratch --donor " + donor, 2, "--donor is for the warm-start recipe");
+  expect("from-scratch --train-embd", 2, "--train-embd is for the warm-start recipe");
   expect("warm-start --donor " + donor + " --init-weights " + donor, 2, "--init-weights");
   // A resumed run whose donor has gone.
   ASSERT_EQ(run_toy("train warm-start --donor " + donor + tail + " --stop-after 1 --run-id r").code, 0);

@@ -36,7 +36,7 @@ const TrainRunConfig kDefaults;
 const std::set<std::string> kResumable = {"steps",      "log-every", "eval-every",  "checkpoint-every",
                                           "stop-after", "threads",   "eval-batches"};
 // Flags that are not settings.
-const std::set<std::string> kNotSettings = {"resume", "untied", "no-mask-prompt", "no-progress"};
+const std::set<std::string> kNotSettings = {"resume", "untied", "no-mask-prompt", "train-embd", "no-progress"};
 
 // Ctrl-C (SIGINT) or SIGTERM: the run ends after the step in flight with a checkpoint (exit 130);
 // a second one ends the process at once, as main()'s handler does.
@@ -91,6 +91,9 @@ std::vector<Flag> flags() {
       {"donor", FlagType::Path, "",
        "warm-start: the model whose token embedding (any dtype, through a learned lens) and tokenizer the new "
        "model takes over"},
+      {"train-embd", FlagType::Bool, "",
+       "warm-start: also train a token embedding of the new model's own, added to the lensed donor's (starts at "
+       "zero)"},
       {"eval-fraction", FlagType::Float, num(d.eval_fraction),
        "fraction of the corpus held out for evaluation (0: none)"},
       {"eval-batches", FlagType::Int, std::to_string(d.eval_batches), "held-out batches per evaluation"},
@@ -174,10 +177,11 @@ int run(const Args& a) {
     j = recipes::to_json(kDefaults);
     j["tied"] = !a.flag("untied");
     j["mask-prompt"] = !a.flag("no-mask-prompt");
+    j["train-embd"] = a.flag("train-embd");
   } else {
     j["stop-after"] = 0;  // per invocation, not per run
     j["threads"] = 0;
-    for (const char* f : {"untied", "no-mask-prompt"})
+    for (const char* f : {"untied", "no-mask-prompt", "train-embd"})
       if (a.has(f)) throw UsageError(std::string("--") + f + " cannot be changed when resuming (config.json fixes it)");
   }
   for (const Flag& f : flags()) {

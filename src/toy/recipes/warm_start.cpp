@@ -57,11 +57,10 @@ void check_same_vocabulary(const std::string& tokenizer_path, const std::string&
 // How much faster the lens learns than the other weights: see initial_lens().
 constexpr double kLensSpeed = 32;
 
-// token_embd as the donor's table through the lens: W = 0 [n_vocab, d_model] carrying the term
+// token_embd as the donor's table through the lens: W [n_vocab, d_model] carrying the term
 // c·E·lens, c = kLensSpeed / (rms(E)·√donor_d) (c·E has rows of norm kLensSpeed on average).
-Tensor lensed_embedding(const Tensor& E, const Tensor& lens, float c, const std::string& name) {
-  Tensor zero = Tensor::zeros({E.size(0), lens.size(1)}).set_name(name);
-  return with_low_rank(zero, {.terms = {{.A = lens, .B = E, .scale = c}}, .dropout = {}, .id = 0});
+Tensor lensed_embedding(const Tensor& W, const Tensor& E, const Tensor& lens, float c) {
+  return with_low_rank(W, {.terms = {{.A = lens, .B = E, .scale = c}}, .dropout = {}, .id = 0});
 }
 
 float term_scale(const Tensor& E) {
@@ -121,7 +120,11 @@ RunResult train_warm_start(const TrainRunConfig& c0, const RunOutput& io, const 
                       for (const Tensor& p : make_trainable(m))
                         if (p.name() != "token_embd.weight") params.push_back(p);
                       m.for_each_param([&](Tensor& t) {
-                        if (t.name() == "token_embd.weight") t = lensed_embedding(E, lens, scale, t.name());
+                        if (t.name() != "token_embd.weight") return;
+                        // W: zero, and trained with --train-embd (a resumed run's comes from the optimizer state).
+                        // The parameter is the handle the forward reads, which is where its gradient collects.
+                        t = lensed_embedding(Tensor::zeros(t.shape()).set_name(t.name()), E, lens, scale);
+                        if (c.train_embd) params.push_back(t.requires_grad_());
                       });
                       return params;
                     },

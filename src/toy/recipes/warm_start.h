@@ -12,6 +12,8 @@
 //   trained: the lens and every weight of the new model except token_embd (AdamW, as from-scratch;
 //            the lens is a 2-D weight, so it is decayed)
 //   frozen:  the donor's table (not a parameter: no gradient, no optimizer state)
+// With --train-embd (c.train_embd) token_embd = W + c·E·lens and the new model's own W [n_vocab,
+// d_model] trains too, from zero: the donor's structure first, the freedom of a full table later.
 // The output projection is untied and starts random, as from-scratch. An architecture without an
 // output matrix (gemma2) computes its logits through c·E·lens instead (linear() adds the term).
 // Every checkpoint folds the lens: weights/step-N.gguf holds token_embd = c·E·lens and output.weight,
