@@ -10,6 +10,7 @@
 //   build/examples/example_warm_start DONOR.gguf [STEPS]      e.g. models/toy-stories.gguf, 60 steps
 //
 // Prints both held-out losses as they train, and the folded file's loss (the same as the model's).
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -109,7 +110,8 @@ int main(int argc, char** argv) {
 
     // 6. Fold: write_model_gguf writes token_embd as c·E·lens, an ordinary file. Read back, it gives
     //    the model's loss: nothing of the lens is needed any more.
-    const std::string path = (std::filesystem::temp_directory_path() / "toy_warm_start_example.gguf").string();
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("toy_warm_start_" + std::to_string(::getpid()) + ".gguf")).string();
     write_model_gguf(*warm, tok.get(), path, "warm-start-example");
     auto folded = load_model(gguf::GgufFile::open(path));
     TrainEngine check(*folded, {}, {});

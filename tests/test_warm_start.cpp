@@ -98,7 +98,8 @@ TEST(WarmStart, FoldsTheLensIntoAPlainCheckpointAndResumesExactly) {
   const gguf::TensorInfo* de = donor_file->find_tensor("token_embd.weight");
   ASSERT_TRUE(de);
   ASSERT_EQ(de->dtype, DType::Q8_0);
-  const std::vector<double> E = dequantize_q8_0(donor_file->tensor_data(*de), 260, 64);  // [260, 64]
+  const std::vector<double> E =
+      dequantize_q8_0(static_cast<const uint8_t*>(donor_file->tensor_data(*de)), 260, 64);  // [260, 64]
   double sum_sq = 0;  // token_embd = W + c·E·lens with c = 32 / (rms(E)·√donor_d) (recipes/warm_start.h)
   for (double e : E) sum_sq += e * e;
   const double c = 32 / (std::sqrt(sum_sq / double(E.size())) * std::sqrt(64.0));
