@@ -10,6 +10,7 @@
 #include "toy/archs/model.h"
 #include "toy/engines/train.h"
 #include "toy/io/gguf.h"
+#include "toy/primitives/primitives.h"
 #include "toy/tokenizer/tokenizer.h"
 #include "train_helpers.h"
 
@@ -65,6 +66,23 @@ std::string write_donor(const TrainDir& d) {
 }
 
 }  // namespace
+
+// embedding() of a table carrying a low-rank term returns W[id] + s·B[id]·A (written out here).
+TEST(WarmStart, EmbeddingAddsTheLowRankRows) {
+  Tensor W = Tensor::empty({5, 3}), B = Tensor::empty({5, 2}), A = Tensor::empty({2, 3});
+  for (Tensor* t : {&W, &B, &A})
+    for (int64_t i = 0; i < t->numel(); ++i) t->data_mut()[i] = float((i * 7 + t->numel()) % 11) / 4 - 1;
+  const Tensor E = with_low_rank(W, {.terms = {{.A = A, .B = B, .scale = 0.5f}}, .dropout = {}, .id = 0});
+  const std::vector<int32_t> ids = {4, 0, 4, 2};
+  const std::vector<float> y = embedding(E, Tensor::from_ids({4}, ids)).to_vector();  // [4, 3]
+  ASSERT_EQ(y.size(), 12u);
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (int j = 0; j < 3; ++j) {
+      double want = W.data()[ids[t] * 3 + j];
+      for (int k = 0; k < 2; ++k) want += 0.5 * B.data()[ids[t] * 2 + k] * A.data()[k * 3 + j];
+      EXPECT_NEAR(y[t * 3 + size_t(j)], want, 1e-6) << "row " << t << ", column " << j;
+    }
+}
 
 // The checkpoint holds token_embd = c·donor·lens (checked against a naive product of the donor's Q8_0
 // bytes and the lens in the optimizer state), an untied output.weight and the donor's vocabulary;
