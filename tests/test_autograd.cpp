@@ -171,6 +171,20 @@ struct TiedEmbedding {  // one matrix used as lookup and as output projection
   static Tensor forward(std::span<const Tensor> x) { return linear(embedding(x[0], x[1]), x[0]); }
 };
 
+// A table that is 0 + s·B·A (warm-start's lens: B the donor, A the lens), looked up and used as the
+// output projection (an architecture without an output matrix): gradients reach B and A.
+struct LowRankEmbedding {
+  static std::vector<Tensor> inputs(Rng& r) {
+    const std::vector<int32_t> ids = {3, 1, 3, 0, 5, 3};
+    return {r.normal({6, 3}), r.normal({3, 4}), Tensor::from_ids({2, 3}, ids)};
+  }
+  static Tensor forward(std::span<const Tensor> x) {
+    const Tensor E = with_low_rank(Tensor::zeros({6, 4}),
+                                   {.terms = {{.A = x[1], .B = x[0], .scale = 0.7f}}, .dropout = {}, .id = 0});
+    return linear(embedding(E, x[2]), E);
+  }
+};
+
 struct RmsNorm {
   static std::vector<Tensor> inputs(Rng& r) { return {r.normal({2, 3, 8}), r.normal({8}, 1.0f, 0.3f)}; }
   static Tensor forward(std::span<const Tensor> x) { return rms_norm(x[0], x[1], 1e-5f); }
@@ -500,6 +514,7 @@ TEST(GradCheck, LinearNoBias) { check_op<LinearNoBias>(); }
 TEST(GradCheck, LinearFrozenInput) { check_op<LinearFrozenInput>(); }
 TEST(GradCheck, Embedding) { check_op<Embedding>(); }
 TEST(GradCheck, TiedEmbedding) { check_op<TiedEmbedding>(); }
+TEST(GradCheck, LowRankEmbedding) { check_op<LowRankEmbedding>(); }
 TEST(GradCheck, RmsNorm) { check_op<RmsNorm>(); }
 TEST(GradCheck, LayerNorm) { check_op<LayerNorm>(); }
 TEST(GradCheck, RopeNorm) { check_op<RopeNorm>(); }

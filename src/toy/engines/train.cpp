@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "toy/archs/lora.h"
 #include "toy/io/file_type.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -161,7 +162,9 @@ void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, c
   bool quantized = false;
   const ModelConfig& mc = m.config();
   m.for_each_param([&](Tensor& t) {
-    written.push_back(gguf::to_file_dtype(*ft, t, int(mc.n_layer), mc.tied_output));
+    // A weight with low-rank terms is written folded, W + Σ scale·B·A: what a reader of the file computes.
+    const Tensor folded = t.impl()->low_rank ? merged_weight(t) : t;
+    written.push_back(gguf::to_file_dtype(*ft, folded, int(mc.n_layer), mc.tied_output));
     quantized = quantized || info(written.back().dtype()).quantized;
     w.add_tensor(t.name(), written.back());
   });

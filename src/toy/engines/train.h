@@ -112,7 +112,8 @@ struct ModelFileOptions {
 // Writes the model as a standard GGUF: its metadata (general.architecture, <arch>.* hyper-
 // parameters), `general.name`, general.file_type, the tokenizer's `tokenizer.ggml.*` keys when
 // one is given, o.metadata, and every parameter under its GGUF name, in the dtype the file type
-// gives it (F32 by default; 1-D tensors always F32). Atomic (tmp + rename). No optimizer state:
+// gives it (F32 by default; 1-D tensors always F32); a weight with low-rank terms folded into
+// W + Σ scale·B·A (warm-start's token_embd = W + c·E·lens). Atomic (tmp + rename). No optimizer state:
 // the file is what llama.cpp and `toy infer` load. Throws std::invalid_argument for an unknown
 // file type.
 void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name,

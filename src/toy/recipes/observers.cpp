@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
@@ -38,16 +39,21 @@ double evaluate(const TrainEngine& e, const std::vector<Batch>& batches) {
 // Writes checkpoint `step` of a run: the optimizer state first, then the model (a checkpoint
 // counts for --resume once both exist); drops the optimizer state of the previous checkpoint;
 // links weights/final.gguf to the last one.
-// A model file in --save-dtype other than F32 does not hold the exact weights: the optimizer
-// state then carries them, so --resume continues bit for bit.
+// When the model file does not hold the exact trained tensors (a --save-dtype other than F32, or
+// tensors that are not the model's own: warm-start's lens, folded into token_embd), the optimizer
+// state carries them, so --resume continues bit for bit.
 Checkpoint write_checkpoint(Trainer& t, int64_t step, int64_t prev_step, bool final) {
   const TrainRunConfig& c = t.config();
   const std::string& run_dir = t.run_dir();
   const Checkpoint k{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
+  std::set<std::string> in_model;
+  t.engine().model().for_each_param([&](Tensor& p) { in_model.insert(p.name()); });
+  bool exact = gguf::file_type(c.save_dtype)->base == DType::F32;
+  for (const Tensor& p : t.engine().params()) exact = exact && in_model.count(p.name());
   write_optimizer_gguf(
       t.engine().optimizer(), k.optimizer,
       {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}},
-      /*weights=*/gguf::file_type(c.save_dtype)->base != DType::F32);
+      /*weights=*/!exact);
   write_model_gguf(t.engine().model(), t.tokenizer(), k.model, t.model_name(),
                    {.file_type = c.save_dtype, .metadata = t.lineage()});
   std::error_code ec;
