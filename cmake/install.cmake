@@ -97,6 +97,8 @@ function(_toy_write_package)
       string(APPEND TOY_FIND_DEPENDENCIES "find_dependency(ZLIB)\n")
     elseif(_e STREQUAL "PNG::PNG")
       string(APPEND TOY_FIND_DEPENDENCIES "find_dependency(PNG)\n")
+    elseif(_e STREQUAL "MPI::MPI_CXX")
+      string(APPEND TOY_FIND_DEPENDENCIES "set(MPI_CXX_SKIP_MPICXX ON)\nfind_dependency(MPI COMPONENTS CXX)\n")
     elseif(_e MATCHES "^PkgConfig::(.+)$")
       # Recreate PkgConfig::X with the module the build used (recorded by pkg_check_modules as X_MODULE_NAME).
       set(_prefix ${CMAKE_MATCH_1})

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     config.schedule = {.kind = toy::ScheduleKind::Constant, .lr = 1e-2f};
     toy::TrainEngine engine(*model, config, params);
     const toy::Batch batch = toy::make_batch(ids, 1, T);
+    const double base_loss = engine.evaluate(batch);  // B = 0: the base's own loss
     for (int step = 0; step < 20; ++step) {
       const toy::StepResult r = engine.step(batch);
       if (step % 5 == 0) std::printf("step %d: loss=%.4f\n", step, r.loss);
@@ -62,7 +63,10 @@ int main(int argc, char** argv) {
     auto fresh = toy::load_model(file);
     toy::apply_loras(*fresh, {{std::make_shared<const toy::LoraAdapter>(toy::read_lora(argv[3])), 1.0f}});
     toy::TrainEngine check(*fresh, {}, {});
-    std::printf("trained: %.4f  reloaded: %.4f  (wrote %s)\n", engine.evaluate(batch), check.evaluate(batch), argv[3]);
+    const double trained = engine.evaluate(batch), reloaded = check.evaluate(batch);
+    std::printf("base: %.4f  trained: %.4f  reloaded: %.4f  (wrote %s)\n", base_loss, trained, reloaded, argv[3]);
+    // The adapter learned the sentence, and the file holds what was learned.
+    return trained < base_loss && std::abs(reloaded - trained) < 1e-4 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -10,6 +10,7 @@ shift || true
 PACKAGES=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
           zlib1g-dev libpng-dev dataset-fashion-mnist  # IDX .gz and PNG images; toy train vit's data
+          libopenmpi-dev openmpi-bin  # training over several processes (mpirun; docs/distributed.md)
           python3-jsonschema clang libclang-rt-14-dev clang-format)  # tests: events schema; sanitizer build, format check
 missing=()
 for p in "${PACKAGES[@]}"; do

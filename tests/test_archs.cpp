@@ -507,6 +507,14 @@ TEST(PrimitiveGradients, MoeFfn) {
       },
       {randn({N, D}, rng), randn({E, D}, rng), randn({E, F, D}, rng), randn({E, F, D}, rng), randn({E, D, F}, rng)},
       17);
+  // Qwen3-Next's routing: the top k weights renormalised to sum to 1 (their division differentiated).
+  check_grad(
+      [&](std::span<const Tensor> a) {
+        return moe_ffn({.ffn_gate_inp = a[1], .ffn_gate_exps = a[2], .ffn_up_exps = a[3], .ffn_down_exps = a[4]},
+                       {.n_expert = E, .n_expert_used = 2, .renormalize = true}, a[0]);
+      },
+      {randn({N, D}, rng), randn({E, D}, rng), randn({E, F, D}, rng), randn({E, F, D}, rng), randn({E, D, F}, rng)},
+      19);
 }
 
 // Metadata that means nothing physically (a rope base of 0 or NaN, a NaN epsilon) and weights

@@ -1,6 +1,7 @@
 // tests/test_delta_net.cpp — the Gated DeltaNet pieces (qwen35, qwen3next): the chunked delta rule
 // against the token-by-token recurrence in double, a sequence fed in pieces through its state, the
-// causal convolution, the L2 norm, and the recurrent state as a layer's cache. The models
+// causal convolution, the L2 norm, the gradients of the convolution, the L2 norm and the log-decay
+// against finite differences of double references, and the recurrent state as a layer's cache. The models
 // themselves are checked against llama.cpp by test_models.cpp and test_archs.cpp (long reference).
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "toy/archs/model.h"
 #include "toy/blocks/delta_net.h"
 #include "toy/engines/decode.h"
+#include "toy/kernels/delta_net_grad.h"
 #include "toy/kernels/reference.h"
 #include "toy/primitives/delta_rule.h"
 
@@ -140,6 +142,46 @@ TEST(DeltaRule, LogDecay) {
   EXPECT_NEAR(v[1], -2 * std::log1p(std::exp(1.5)), 1e-5);
   EXPECT_NEAR(v[2], -std::log1p(std::exp(-1.0)), 1e-6);
   EXPECT_FLOAT_EQ(v[3], -61.0f);  // above 20: softplus(x) = x
+}
+
+// The gradients of the pieces around the delta rule against central differences of naive double
+// references (kernels/delta_net_grad.h): the convolution in x and w, continuing from a non-zero
+// window (7 tokens, 3 channels, width 4); the L2 norm (rows of 5); the log-decay in α, dt_bias and
+// a. Then the forward kernels equal those references to float rounding.
+TEST(DeltaRule, ConvolutionNormAndDecayGradientsMatchFiniteDifferences) {
+  std::mt19937_64 rng(21);
+  const int64_t T = 7, C = 3, K = 4;
+  const Tensor state0 = randn({K - 1, C}, rng);
+  auto conv = [&](std::span<const Tensor> t) {
+    Tensor state = state0.clone();
+    return causal_conv1d(t[0], t[1], state);
+  };
+  auto conv_ref = [&](std::span<const Tensor> t) {
+    Tensor state = state0.clone(), y = Tensor::empty({T, C});
+    kernels::reference::causal_conv1d<double>(t[0].data(), t[1].data(), state.data_mut(), y.data_mut(), T, C, K);
+    return y;
+  };
+  std::vector<Tensor> cx = {randn({T, C}, rng), randn({C, K}, rng)};
+  test::check_gradients({.f = conv, .numeric = conv_ref, .name = "causal_conv1d"}, cx, randn({T, C}, rng));
+
+  auto l2 = [](std::span<const Tensor> t) { return l2_norm(t[0], 1e-6f); };
+  auto l2_ref = [](std::span<const Tensor> t) {
+    Tensor y = Tensor::empty(t[0].shape());
+    kernels::reference::l2_norm<double>(t[0].data(), 1e-6f, 4, 5, y.data_mut());
+    return y;
+  };
+  std::vector<Tensor> lx = {randn({2, 2, 5}, rng)};
+  test::check_gradients({.f = l2, .numeric = l2_ref, .name = "l2_norm"}, lx, randn({2, 2, 5}, rng));
+
+  auto decay = [](std::span<const Tensor> t) { return delta_log_decay(t[0], t[1], t[2]); };
+  std::vector<Tensor> dx = {randn({3, 2, 4}, rng, 2.0f), randn({4}, rng), randn({4}, rng, 0.3f, -1.0f)};
+  test::check_gradients({.f = decay, .name = "delta_log_decay"}, dx, randn({3, 2, 4}, rng));
+
+  Tensor s1 = state0.clone(), s2 = state0.clone(), want = Tensor::empty({T, C});
+  const Tensor got = causal_conv1d(cx[0].detach(), cx[1].detach(), s1);
+  kernels::reference::causal_conv1d<double>(cx[0].data(), cx[1].data(), s2.data_mut(), want.data_mut(), T, C, K);
+  EXPECT_LE(nmse(values(want), values(got)), 1e-12);
+  EXPECT_EQ(s1.to_vector(), s2.to_vector());
 }
 
 // A small random qwen35 (a Gated DeltaNet layer, then an attention layer): a prompt fed in pieces

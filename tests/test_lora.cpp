@@ -6,10 +6,13 @@
 #include <unistd.h>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "fixtures.h"
 #include "helpers.h"
 #include "toy/archs/lora.h"
+#include "toy/engines/decode.h"
+#include "toy/tokenizer/tokenizer.h"
 #include "train_helpers.h"
 
 using namespace toy;
@@ -292,4 +295,104 @@ TEST(Lora, NewAdapterStartsAtTheBaseLoss) {
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find("attn_z"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("ffn_gate"), std::string::npos) << bad.err;  // the list of what the model has
+}
+
+// `toy train lora --resume`: 6 steps straight, versus stopped after 3 and resumed, print the same
+// step lines and write the same adapter and optimizer bytes. Dropout is on, so the masks must be
+// those of the step too; the cosine schedule spans the interruption.
+TEST(Lora, ResumeContinuesExactly) {
+  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
+  test::TrainDir d;
+  {
+    std::ofstream f(d.path("ids.i32"), std::ios::binary);
+    for (int32_t i = 0; i < 2000; ++i) {
+      const int32_t id = (i * 7919 + 13) % 512;
+      f.write(reinterpret_cast<const char*>(&id), 4);
+    }
+  }
+  const std::string cmd = "train lora --base " + base.string() + " --data-ids " + d.path("ids.i32") +
+                          " --batch 2 --context 16 --steps 6 --rank 2 --alpha 4 --dropout 0.1"
+                          " --targets attn_q,attn_v,ffn_down --lr 3e-3 --warmup 1 --eval-every 0"
+                          " --checkpoint-every 2 --no-progress --runs-dir " +
+                          d.path("runs");
+  const auto full = run_toy(cmd + " --run-id full");
+  const auto part = run_toy(cmd + " --stop-after 3 --run-id part");
+  ASSERT_EQ(full.code, 0) << full.err;
+  ASSERT_EQ(part.code, 0) << part.err;
+  EXPECT_EQ(test::loss_lines(part.out).size(), 3u);
+  const fs::path p = d.dir / "runs" / "part" / "adapters", f = d.dir / "runs" / "full" / "adapters";
+  EXPECT_TRUE(fs::exists(p / "step-3.gguf"));
+  EXPECT_FALSE(fs::exists(p / "step-2.optim.gguf"));  // only the newest checkpoint keeps its state
+  const auto rest = run_toy("train --resume " + d.path("runs/part") + " --no-progress");
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  std::vector<std::string> joined = test::loss_lines(part.out);
+  for (const std::string& l : test::loss_lines(rest.out)) joined.push_back(l);
+  EXPECT_EQ(joined, test::loss_lines(full.out));
+  ASSERT_TRUE(fs::exists(p / "final.gguf"));
+  EXPECT_EQ(test::read_bytes(f / "step-6.gguf"), test::read_bytes(p / "step-6.gguf"));
+  EXPECT_EQ(test::read_bytes(f / "final.gguf"), test::read_bytes(p / "final.gguf"));
+  EXPECT_EQ(test::read_bytes(f / "step-6.optim.gguf"), test::read_bytes(p / "step-6.optim.gguf"));
+  EXPECT_FALSE(fs::exists(d.dir / "runs" / "part" / "weights"));
+  const auto ev = test::events_of(d.dir / "runs" / "part");
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
+  EXPECT_EQ(ev.back()["checkpoint"], "adapters/step-6.gguf");
+  // Nothing left to train: a usage error, as for any run.
+  EXPECT_EQ(run_toy("train --resume " + d.path("runs/part") + " --no-progress").code, 2);
+}
+
+// llama.cpp (node-llama-cpp 3.21.1's prebuilt CPU build, bench/peer/generate.mjs) loads an adapter
+// `toy train lora` wrote and continues a prompt with the same greedy text as `toy infer --lora`.
+// The adapter changes that text, so the base alone could not pass. Runs where node and
+// bench/peer/node_modules are (bench/peer/run.sh, or `cd bench/peer && npm i`, installs it).
+TEST(Lora, LlamaCppLoadsAToyAdapterAndPicksToysTokens) {
+  const fs::path peer = fs::path(TOY_SOURCE_DIR) / "bench" / "peer";
+  if (std::system("node --version >/dev/null 2>&1") != 0 ||
+      !fs::exists(peer / "node_modules" / "node-llama-cpp" / "package.json"))
+    GTEST_SKIP() << "node-llama-cpp is not installed: run `cd bench/peer && npm i` for this check";
+  const std::string base = (fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf").string();
+  test::TrainDir d;
+  {
+    std::ofstream f(d.path("corpus.txt"));
+    for (int i = 0; i < 30; ++i)
+      f << "Once upon a time, there was a purple robot named Zed. Zed loved to sing songs about the moon.\n";
+  }
+  const auto t = run_toy("train lora --base " + base + " --corpus " + d.path("corpus.txt") +
+                         " --context 32 --batch 4 --steps 30 --lr 1e-2 --rank 4 --alpha 8"
+                         " --targets attn_q,attn_v,ffn_down --eval-every 0 --no-progress --run-id a"
+                         " --runs-dir " +
+                         d.path("runs"));
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::string adapter = d.path("runs/a/adapters/final.gguf"), prompt = "'Once upon a time'";
+  const auto toy_base = run_toy("infer " + base + " -p " + prompt + " -n 40 --temp 0 --no-display-prompt");
+  const auto toy_lora =
+      run_toy("infer " + base + " --lora " + adapter + " -p " + prompt + " -n 40 --temp 0 --no-display-prompt");
+  ASSERT_EQ(toy_lora.code, 0) << toy_lora.err;
+  EXPECT_NE(toy_lora.out, toy_base.out);
+  // llama.cpp's greedy ids against toy's: the base with the adapter attached, fed as `toy infer
+  // --temp 0` feeds it (ids, not text: the two spell a byte-fallback "▁" differently).
+  const std::string log = d.path("llama.txt");
+  const int rc = std::system(("cd " + peer.string() + " && timeout 300 node generate.mjs " + base + " " + prompt +
+                              " 40 " + adapter + " --ids >" + log + " 2>&1")
+                                 .c_str());
+  const std::string llama = test::read_text(log);
+  ASSERT_EQ(rc, 0) << llama;
+  std::vector<int32_t> llama_ids;
+  std::istringstream in(llama);
+  for (std::string id; std::getline(in, id, ',');) llama_ids.push_back(std::stoi(id));
+
+  const auto file = gguf::GgufFile::open(base);
+  std::unique_ptr<Model> m = load_model(file);
+  apply_loras(*m, {{std::make_shared<const LoraAdapter>(read_lora(adapter)), 1.0f}});
+  const auto tok = Tokenizer::from_gguf(*file);
+  DecodeEngine engine(*m);
+  Tensor logits = engine.feed(tok->encode("Once upon a time", /*add_special=*/true, /*parse_special=*/false), true);
+  std::vector<int32_t> toy_ids;
+  while (toy_ids.size() < 40) {
+    const int32_t next = argmax(std::span<const float>(logits.data(), size_t(logits.numel())));
+    if (next == tok->eos()) break;
+    toy_ids.push_back(next);
+    logits = engine.feed(std::vector<int32_t>{next}, true);
+  }
+  EXPECT_EQ(llama_ids, toy_ids) << llama;
 }

@@ -106,7 +106,10 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
                                   " && ./build/my-arch infer ex.gguf --ids 1,2,3 -n 4 --temp 0"
                                   " && ./build/my-arch eval ex.gguf --ids 1,2,3,4,5 --dump-logits logits.f32"
                                   " && ./build/my-arch train from-scratch --init-weights ex.gguf --data-ids ids.i32"
-                                  " --context 8 --batch 2 --steps 3 --runs-dir runs --run-id r");
+                                  " --context 8 --batch 2 --steps 3 --runs-dir runs --run-id r"
+                                  " && ./build/my-arch train from-scratch --arch my_arch --d-model 32 --layers 1"
+                                  " --heads 2 --data-ids ids.i32 --context 8 --batch 2 --steps 2 --runs-dir runs"
+                                  " --run-id s");
   ASSERT_EQ(ac, 0) << alog;
   EXPECT_NE(alog.find("step 3: loss="), std::string::npos) << alog;
   EXPECT_EQ(fs::file_size(root / "my-arch" / "logits.f32"), size_t(5 * 512 * 4));
@@ -117,6 +120,11 @@ TEST(New, ProjectsBuildAndRunAgainstAnInstalledToy) {
       run_toy("describe " + (root / "my-arch" / "runs" / "r" / "weights" / "final.gguf").string() + " --json");
   ASSERT_EQ(trained.code, 0) << trained.err;
   EXPECT_EQ(nlohmann::json::parse(trained.out)["architecture"], "my_arch");
+  // --arch names it like toy's own: a new model of the registered architecture, trained by the CLI.
+  auto fresh = run_toy("describe " + (root / "my-arch" / "runs" / "s" / "weights" / "final.gguf").string() + " --json");
+  ASSERT_EQ(fresh.code, 0) << fresh.err;
+  EXPECT_EQ(nlohmann::json::parse(fresh.out)["architecture"], "my_arch");
+  EXPECT_EQ(nlohmann::json::parse(fresh.out)["hyperparameters"]["embedding_length"], 32) << fresh.out;
   EXPECT_EQ(run_toy("infer " + (root / "my-arch" / "ex.gguf").string() + " --ids 1 -n 1").code, 3)
       << "toy itself does not have the architecture";
 

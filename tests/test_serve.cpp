@@ -18,14 +18,18 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "fixtures.h"
 #include "serve/server_process.h"
+#include "toy/archs/lora.h"
 #include "toy/io/gguf.h"
+#include "toy/primitives/primitives.h"
 #include "toy/serve/text_stream.h"
+#include "toy/serve/tool_calls.h"
 
 using json = nlohmann::json;
 using toy::test::run_toy;
@@ -647,6 +651,132 @@ TEST_F(Serve, SeveralChoicesAreSeededPerChoice) {
   }
 }
 
+// Structured output from the random-weight model: every answer under response_format json_schema
+// parses and validates (python3's jsonschema, the reference validator) across schemas with
+// nested objects, arrays, enums, numbers, anyOf, recursion and strings with escapes; json_object
+// gives objects; a GBNF grammar gives its sentences; malformed grammars and schemas are 400s
+// that say what is wrong.
+TEST_F(Serve, StructuredOutputAlwaysValidates) {
+  const std::vector<json> schemas = {
+      json::parse(R"({"type": "object", "properties": {
+          "name": {"type": "string", "maxLength": 16}, "age": {"type": "integer"},
+          "score": {"type": "number"}, "kind": {"enum": ["cat", "dog", "say \"hi\"\n"]},
+          "address": {"type": "object", "properties": {"street": {"type": "string", "maxLength": 12},
+                      "zip": {"type": ["string", "null"], "maxLength": 5}}, "required": ["street", "zip"],
+                      "additionalProperties": false},
+          "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
+          "ok": {"type": "boolean"}},
+          "required": ["name", "age", "score", "kind", "address", "tags", "ok"], "additionalProperties": false})"),
+      json::parse(R"({"type": "array", "items": {"type": "object", "properties": {
+          "x": {"type": "number"}, "label": {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}]}},
+          "required": ["x"]}, "minItems": 1, "maxItems": 3})"),
+      json::parse(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+          "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}}, "required": ["v", "next"],
+          "additionalProperties": false}}, "$ref": "#/$defs/node"})"),
+      json::parse(R"({"type": "object", "properties": {"unit": {"const": "kg"}, "values": {"type": "array",
+          "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}, "note": {"type": "string", "maxLength": 8}},
+          "required": ["unit", "values"]})"),
+  };
+  const std::string lines = tmp("structured.jsonl");
+  std::ofstream out(lines);
+  int samples = 0;
+  for (size_t k = 0; k < schemas.size(); ++k) {
+    const json q = {
+        {"model", "tiny"},
+        {"messages", {{{"role", "user"}, {"content", "Give me JSON"}}}},
+        {"max_tokens", 600},
+        {"temperature", 1},
+        {"seed", 100 + k},
+        {"n", 10},
+        {"response_format",
+         {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"strict", true}, {"schema", schemas[k]}}}}}};
+    const Reply r = post(port, "/v1/chat/completions", q);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json answer = r.j();
+    for (const json& c : answer["choices"]) {
+      const std::string text = c["message"]["content"];
+      EXPECT_EQ(c["finish_reason"], "stop") << text;
+      out << json{{"schema", schemas[k]}, {"text", text}}.dump() << "\n";
+      ++samples;
+    }
+  }
+  out.close();
+  EXPECT_EQ(samples, 40);
+  if (std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0) {
+    const std::string script = tmp("validate.py");
+    std::ofstream(script) << "import json, sys, jsonschema\n"
+                             "n = 0\n"
+                             "for line in open(sys.argv[1]):\n"
+                             "    case = json.loads(line)\n"
+                             "    jsonschema.validate(json.loads(case['text']), case['schema'])\n"
+                             "    n += 1\n"
+                             "print(n, 'valid')\n";
+    const int code = std::system(("python3 " + script + " " + lines + " >" + lines + ".out 2>&1").c_str());
+    const std::string result = toy::test::read_text(lines + ".out");
+    EXPECT_EQ(code, 0) << result;
+    EXPECT_NE(result.find("40 valid"), std::string::npos) << result;
+  } else {
+    ADD_FAILURE() << "python3 with the jsonschema module (Debian: python3-jsonschema) is needed";
+  }
+
+  // json_object, streamed: the deltas put together are one object. An object may hold strings
+  // of any length, which a random model rarely closes: a bias towards tokens that close strings
+  // and objects ('"}', '",', ...; still allowed only where the grammar says) ends it in budget.
+  json bias = json::object();
+  const json pieces = post(port, "/tokenize", json{{"content", "x\"}x\",x\"x}"}, {"with_pieces", true}}).j();
+  for (const json& t : pieces["tokens"])
+    if (t["piece"].get<std::string>().find('x') == std::string::npos) bias[std::to_string(t["id"].get<int>())] = 8;
+  json q = {{"model", "tiny"},
+            {"prompt", "JSON:"},
+            {"max_tokens", 600},
+            {"seed", 5},
+            {"stream", true},
+            {"logit_bias", bias},
+            {"response_format", {{"type", "json_object"}}}};
+  Reply r = post(port, "/v1/completions", q);
+  ASSERT_EQ(r.status, 200) << r.body;
+  bool done = false;
+  std::string text;
+  for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
+  EXPECT_TRUE(json::parse(text, nullptr, false).is_object()) << text;
+  // A GBNF grammar: only its sentences, and the end once one is complete.
+  q = {{"model", "tiny"}, {"prompt", "Answer:"}, {"max_tokens", 50},
+       {"n", 8},          {"seed", 1},           {"grammar", "root ::= (\"yes\" | \"no\") \"!\""}};
+  r = post(port, "/v1/completions", q);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json answers = r.j();
+  ASSERT_EQ(answers["choices"].size(), 8u);
+  for (const json& c : answers["choices"]) {
+    EXPECT_TRUE(c["text"] == "yes!" || c["text"] == "no!") << c["text"];
+    EXPECT_EQ(c["finish_reason"], "stop");
+  }
+
+  // Mistakes: 400 with what and where.
+  auto error = [&](const json& extra) {
+    json body = {{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", 2}};
+    body.update(extra);
+    const Reply e = post(port, "/v1/completions", body);
+    EXPECT_EQ(e.status, 400) << e.body;
+    return e.j()["error"];
+  };
+  json e = error({{"grammar", "root ::= \"a\" item"}});
+  EXPECT_EQ(e["param"], "grammar");
+  EXPECT_EQ(e["message"], "invalid 'grammar': grammar: line 1, column 14: undefined rule 'item'");
+  e = error({{"grammar", "root ::= [a-"}});
+  EXPECT_NE(e["message"].get<std::string>().find("unterminated character class"), std::string::npos) << e;
+  e = error({{"response_format",
+              {{"type", "json_schema"},
+               {"json_schema", {{"name", "s"}, {"schema", {{"type", "string"}, {"pattern", "^a+$"}}}}}}}});
+  EXPECT_EQ(e["param"], "response_format.json_schema.schema");
+  EXPECT_EQ(e["message"], "invalid 'response_format.json_schema.schema': schema at /: 'pattern' is not supported");
+  e = error({{"response_format", {{"type", "yaml"}}}});
+  EXPECT_EQ(e["param"], "response_format.type");
+  e = error({{"response_format", {{"type", "json_object"}}}, {"grammar", "root ::= \"a\""}});
+  EXPECT_EQ(e["param"], "grammar");
+  e = error({{"response_format", {{"type", "json_schema"}}}});
+  EXPECT_EQ(e["param"], "response_format.json_schema");
+}
+
 // Odd values in every field: a 4xx or a 200, never a 5xx (SDKs retry those), never a crash.
 TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
   const std::vector<json> values = {nullptr,
@@ -1138,6 +1268,139 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// LoRA adapters (--lora, --lora-scaled): llama-server's per-request `lora` field and GET/POST
+// /lora-adapters. Adapter 0 is the reference's trained adapter A; adapter 1 is A with B doubled,
+// so that by W + s·(α/r)·B·A it is A at twice the scale. Every answer is checked against
+// `toy eval --lora-scaled A s` (itself checked against PyTorch in test_lora.cpp): scale 0 is the
+// base, and the scales of two adapters add up.
+
+TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
+  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
+  TOY_REQUIRE_FIXTURE(adapter, "train/lora-smollm2-final.gguf");
+  const std::string A = adapter.string(), A2 = tmp("lora_doubled.gguf");
+  {
+    toy::LoraAdapter doubled = toy::read_lora(A);
+    for (auto& [name, p] : doubled.pairs) p.B = toy::scale(p.B.clone(), 2.0f);
+    toy::write_lora(doubled, A2);
+  }
+  ServerProcess s(base.string(), "--name smol --parallel 2 --ctx 256 --lora " + A + " --lora-scaled " + A2 + " 0.5");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+
+  Reply l = get(port, "/lora-adapters");
+  ASSERT_EQ(l.status, 200) << l.body;
+  ASSERT_EQ(l.j().size(), 2u) << l.body;
+  EXPECT_EQ(l.j()[0], (json{{"id", 0}, {"path", A}, {"scale", 1.0}}));
+  EXPECT_EQ(l.j()[1], (json{{"id", 1}, {"path", A2}, {"scale", 0.5}}));
+
+  // The prompt's log-probabilities as the server scores them (echo), and as `toy eval` does.
+  const std::vector<int> ids = {1, 17, 42, 99, 123, 200, 301, 77, 5, 480, 33, 260};
+  std::string id_list;
+  for (int id : ids) id_list += (id_list.empty() ? "" : ",") + std::to_string(id);
+  auto served = [&](const json& lora) {
+    json q = {{"prompt", ids}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}};
+    if (!lora.is_null()) q["lora"] = lora;
+    const Reply r = post(port, "/v1/completions", q);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json answer = r.j();  // kept: the loop below reads into it
+    std::vector<double> lp;
+    for (const json& v : answer["choices"][0]["logprobs"]["token_logprobs"])
+      lp.push_back(v.is_null() ? 0.0 : double(v));
+    return lp;
+  };
+  auto evaluated = [&](const std::string& flags) {
+    const auto e = run_toy("eval " + base.string() + " --ids " + id_list + " --json " + flags);
+    EXPECT_EQ(e.code, 0) << e.err;
+    const json scored = json::parse(e.out);
+    std::vector<double> lp;
+    for (const json& t : scored["tokens"]) lp.push_back(t["logprob"].is_null() ? 0.0 : double(t["logprob"]));
+    return lp;
+  };
+  auto expect_near = [](const std::vector<double>& got, const std::vector<double>& want, double tol,
+                        const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << ", token " << i;
+  };
+  const std::vector<double> plain = evaluated(""), half = evaluated("--lora-scaled " + A + " 0.5"),
+                            twice = evaluated("--lora-scaled " + A + " 2");
+  // The adapter moves the scores well beyond the tolerances below.
+  double moved = 0;
+  for (size_t i = 0; i < plain.size(); ++i) moved = std::max(moved, std::abs(twice[i] - plain[i]));
+  EXPECT_GT(moved, 0.05);
+
+  // No `lora`: the global scales, 1·A + 0.5·(2·A) = 2·A. The same math in another order: 1e-4.
+  expect_near(served(nullptr), twice, 1e-4, "global scales");
+  expect_near(served(json::array()), plain, 1e-5, "lora []: the base");
+  expect_near(served(json::parse(R"([{"id": 0, "scale": 0}, {"id": 1, "scale": 0.0}])")), plain, 1e-5,
+              "scales 0: the base");
+  expect_near(served(json::parse(R"([{"id": 0, "scale": 0.5}])")), half, 1e-5, "A at 0.5");
+  expect_near(served(json::parse(R"([{"id": 1, "scale": 1}])")), twice, 1e-4, "doubled B at 1 = A at 2");
+
+  // Two requests with other scales at once decode in separate batches and answer as alone.
+  const std::vector<json> requests = {
+      {{"prompt", ids}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}, {"lora", json::array()}},
+      {{"prompt", ids},
+       {"max_tokens", 24},
+       {"temperature", 0},
+       {"ignore_eos", true},
+       {"lora", json::parse(R"([{"id": 0, "scale": 2}])")}},
+  };
+  std::vector<std::string> alone;
+  for (const json& q : requests) alone.push_back(post(port, "/v1/completions", q).j()["choices"][0]["text"]);
+  EXPECT_NE(alone[0], alone[1]);
+  std::vector<std::future<Reply>> futures;
+  for (const json& q : requests)
+    futures.push_back(std::async(std::launch::async, [&, q] { return post(port, "/v1/completions", q); }));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Reply r = futures[i].get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.j()["choices"][0]["text"], alone[i]) << "request " << i;
+  }
+
+  // POST /lora-adapters sets the global scales; adapters it leaves out get 0.
+  Reply set = post(port, "/lora-adapters", json::parse(R"([{"id": 1, "scale": 0.25}])"));
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(set.j(), (json{{"success", true}}));
+  l = get(port, "/lora-adapters");
+  EXPECT_EQ(l.j()[0]["scale"], 0.0);
+  EXPECT_EQ(l.j()[1]["scale"], 0.25);
+  expect_near(served(nullptr), half, 1e-4, "global 0.25·(2·A)");
+  ASSERT_EQ(post(port, "/lora-adapters", json::array()).status, 200);
+  expect_near(served(nullptr), plain, 1e-5, "global scales all 0");
+
+  // Client mistakes: 400 naming the field, and the server goes on.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"("x")", "'lora'"},
+      {R"({"id": 0, "scale": 1})", "'lora'"},
+      {R"([1])", "'lora[0]'"},
+      {R"([{"id": 2, "scale": 1}])", "no LoRA adapter has id 2"},
+      {R"([{"id": -1, "scale": 1}])", "'lora[0].id'"},
+      {R"([{"id": 0.5, "scale": 1}])", "'lora[0].id'"},
+      {R"([{"id": 0}])", R"(needs \"id\" and \"scale\")"},
+      {R"([{"id": 0, "scale": "1"}])", "'lora[0].scale'"},
+      {R"([{"id": 0, "scale": 1e9}])", "'lora[0].scale'"},
+      {R"([{"id": 0, "scale": 1}, {"id": 0, "scale": 2}])", "listed twice"},
+  };
+  for (const auto& [text, message] : bad) {
+    const json lora = json::parse(text);
+    const Reply r = post(port, "/v1/completions", json{{"prompt", ids}, {"max_tokens", 1}, {"lora", lora}});
+    EXPECT_EQ(r.status, 400) << lora.dump() << ": " << r.body;
+    EXPECT_NE(r.body.find(message), std::string::npos) << lora.dump() << ": " << r.body;
+    const Reply g = post(port, "/lora-adapters", lora);
+    EXPECT_EQ(g.status, 400) << lora.dump() << ": " << g.body;
+  }
+  EXPECT_EQ(post(port, "/lora-adapters", std::string("{")).status, 400);
+  EXPECT_EQ(get(port, "/lora-adapters").j()[1]["scale"], 0.0);  // unchanged by the refused ones
+  EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+
+  // An adapter that does not fit the base: exit 3 before listening, naming it.
+  TOY_REQUIRE_FIXTURE(tiny, kModel);
+  const auto r = run_toy("serve " + tiny.string() + " --host not-an-address --port 0 --lora " + A);  // never listens
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find(A), std::string::npos) << r.err;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Prompt cache: a prompt that starts with what the slot holds (the previous prompt and the tokens
 // generated after it) skips those tokens, and answers bit for bit as without the cache.
 
@@ -1527,6 +1790,167 @@ TEST(ServeLifecycle, APortInUseIsAnErrorAndIsNeverShared) {
   EXPECT_NE(toy::test::read_text(err).find("already in use"), std::string::npos) << toy::test::read_text(err);
   // Were a keyless server sharing the port, about half of these would get 200.
   for (int i = 0; i < 20; ++i) EXPECT_EQ(get(keyed.port(), "/v1/models").status, 401);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool calls: the three formats parsed out of answers (and left as text when they are not calls),
+// the held-back text of a streamed answer, and over HTTP with each format's real template: a
+// forced call from the random-weight model always names the function and its arguments parse and
+// satisfy the `parameters` schema; streamed calls come as OpenAI's deltas; the conversation with
+// the call and its result renders back through the template.
+
+TEST(ServeTools, ParsesEachFormatAndLeavesOtherTextAlone) {
+  using namespace toy::serve;
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+          {"type": "function", "function": {"name": "add"}}])");
+  ToolAnswer a = parse_tool_calls(
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+      "<tool_call>{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>",
+      ToolFormat::Hermes, tools, 1);
+  ASSERT_EQ(a.calls.size(), 2u);
+  EXPECT_EQ(a.content, "Let me check.");
+  EXPECT_EQ(a.calls[0].name, "get_weather");
+  EXPECT_EQ(a.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(a.calls[1].arguments, R"({"a":1})");  // arguments sent as a string are taken too
+  EXPECT_EQ(a.calls[0].id.size(), 9u);
+  EXPECT_NE(a.calls[0].id, a.calls[1].id);
+  a = parse_tool_calls("<|python_tag|>{\"name\": \"add\", \"parameters\": {\"a\": 2}}", ToolFormat::Llama3, tools, 1);
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].arguments, R"({"a":2})");
+  EXPECT_EQ(a.content, "");
+  a = parse_tool_calls(
+      "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": "
+      "{\"city\": \"Oslo\"}, \"id\": \"abcdefghi\"}]",
+      ToolFormat::Mistral, tools, 1);
+  ASSERT_EQ(a.calls.size(), 2u);
+  EXPECT_EQ(a.calls[1].name, "get_weather");
+  // Not calls: plain text, an undeclared function, broken JSON, a call cut short.
+  for (const char* text : {"Hello there", "<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>",
+                           "<tool_call>{\"name\": \"add\", \"arguments\": {</tool_call>",
+                           "<tool_call>{\"name\": \"add\", \"arguments\": {}}"}) {
+    a = parse_tool_calls(text, ToolFormat::Hermes, tools, 1);
+    EXPECT_TRUE(a.calls.empty()) << text;
+    EXPECT_EQ(a.content, text);
+  }
+  EXPECT_TRUE(parse_tool_calls("{\"name\": \"nope\", \"parameters\": {}}", ToolFormat::Llama3, tools, 1).calls.empty());
+  EXPECT_TRUE(parse_tool_calls("[1, 2]", ToolFormat::Mistral, tools, 1).calls.empty());
+
+  // Streaming: content goes out until a call may begin; the rest is held.
+  ToolCallStream h(ToolFormat::Hermes);
+  EXPECT_EQ(h.push("Sure <tool"), "Sure ");
+  EXPECT_EQ(h.push("_c"), "");
+  EXPECT_EQ(h.push("all>{\"name\""), "");
+  EXPECT_EQ(h.held(), "<tool_call>{\"name\"");
+  ToolCallStream not_a_call(ToolFormat::Hermes);
+  EXPECT_EQ(not_a_call.push("a <"), "a ");
+  EXPECT_EQ(not_a_call.push("b> text"), "<b> text");
+  ToolCallStream l(ToolFormat::Llama3);
+  EXPECT_EQ(l.push("  "), "");
+  EXPECT_EQ(l.push("{\"name\""), "");
+  ToolCallStream plain(ToolFormat::Llama3);
+  EXPECT_EQ(plain.push(" Hi"), " Hi");
+  EXPECT_EQ(plain.push(" {x}"), " {x}");
+}
+
+TEST(ServeTools, ForcedCallsInEveryTemplateFormat) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  const json tools = json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+       "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
+                      "unit": {"enum": ["C", "F"]}, "days": {"type": "integer"}},
+                      "required": ["city", "unit", "days"], "additionalProperties": false}}},
+      {"type": "function", "function": {"name": "add", "parameters": {"type": "object",
+       "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}])");
+  auto valid_weather = [](const json& args) {
+    return args.is_object() && args.size() == 3 && args["city"].is_string() &&
+           (args["unit"] == "C" || args["unit"] == "F") && args["days"].is_number_integer();
+  };
+  for (const char* name :
+       {"Qwen-Qwen2.5-7B-Instruct", "meta-llama-Llama-3.1-8B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407"}) {
+    SCOPED_TRACE(name);
+    TOY_REQUIRE_FIXTURE(tpl, std::string("chat-templates/") + name + ".jinja");
+    ServerProcess s(model.string(), "--name tiny --ctx 2048 --chat-template " + tpl.string());
+    ASSERT_NE(s.port(), 0) << s.log();
+    const json user = {{"role", "user"}, {"content", "What is the weather in Paris?"}};
+    json q = {{"model", "tiny"},   {"messages", {user}},
+              {"tools", tools},    {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+              {"max_tokens", 300}, {"n", 6},
+              {"seed", 3}};
+    Reply r = post(s.port(), "/v1/chat/completions", q);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json first_call;
+    const json answer = r.j();
+    ASSERT_EQ(answer["choices"].size(), 6u);
+    for (const json& c : answer["choices"]) {
+      ASSERT_EQ(c["finish_reason"], "tool_calls") << c;
+      EXPECT_TRUE(c["message"]["content"].is_null()) << c;
+      ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << c;  // parallel calls, if any, would all be get_weather
+      const json& call = c["message"]["tool_calls"][0];
+      EXPECT_EQ(call["type"], "function");
+      EXPECT_EQ(call["function"]["name"], "get_weather");
+      EXPECT_TRUE(valid_weather(json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false))) << call;
+      if (first_call.is_null()) first_call = call;
+    }
+    // required: any declared function; streamed as OpenAI's deltas.
+    q["tool_choice"] = "required";
+    q["parallel_tool_calls"] = false;
+    q["n"] = 1;
+    q["stream"] = true;
+    r = post(s.port(), "/v1/chat/completions", q);
+    ASSERT_EQ(r.status, 200) << r.body;
+    bool done = false;
+    std::string id, fn, args, finish;
+    for (const json& e : sse_events(r.body, &done)) {
+      const json& c = e["choices"][0];
+      if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+      if (!c["delta"].contains("tool_calls")) continue;
+      const json& d = c["delta"]["tool_calls"][0];
+      EXPECT_EQ(d["index"], 0);
+      if (d.contains("id")) id = d["id"], fn = d["function"]["name"];
+      args += d["function"]["arguments"].get<std::string>();
+    }
+    EXPECT_TRUE(done);
+    EXPECT_EQ(finish, "tool_calls");
+    EXPECT_EQ(id.size(), 9u);
+    const json parsed = json::parse(args, nullptr, false);
+    if (fn == "get_weather")
+      EXPECT_TRUE(valid_weather(parsed)) << args;
+    else
+      EXPECT_TRUE(fn == "add" && parsed["a"].is_number() && parsed["b"].is_number()) << fn << " " << args;
+    // The call and its result go back through the template.
+    json history = {user,
+                    {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {first_call}}},
+                    {{"role", "tool"}, {"tool_call_id", first_call["id"]}, {"content", "{\"temp\": 21}"}}};
+    r = post(s.port(), "/v1/chat/completions",
+             json{{"model", "tiny"}, {"messages", history}, {"tools", tools}, {"max_tokens", 4}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    // tool_choice none: no call parsing, the answer is text.
+    r = post(
+        s.port(), "/v1/chat/completions",
+        json{{"model", "tiny"}, {"messages", {user}}, {"tools", tools}, {"tool_choice", "none"}, {"max_tokens", 4}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(r.j()["choices"][0]["message"].contains("tool_calls"));
+  }
+  // Mistakes: 400 naming the field.
+  ServerProcess s(model.string(), "--name tiny");
+  ASSERT_NE(s.port(), 0) << s.log();
+  auto status_param = [&](const json& extra) {
+    json q = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+    q.update(extra);
+    const Reply r = post(s.port(), "/v1/chat/completions", q);
+    return std::make_pair(r.status, r.j()["error"]["param"]);
+  };
+  EXPECT_EQ(status_param({{"tool_choice", "required"}}), std::make_pair(400, json("tool_choice")));
+  EXPECT_EQ(status_param({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "x"}}}}}}),
+            std::make_pair(400, json("tool_choice")));
+  EXPECT_EQ(status_param({{"tools", {{{"type", "function"}, {"function", {{"name", "bad name!"}}}}}}}),
+            std::make_pair(400, json("tools[0].function.name")));
+  json bad_params = tools;
+  bad_params[0]["function"]["parameters"]["properties"]["city"]["pattern"] = "^[A-Z]";
+  EXPECT_EQ(status_param({{"tools", bad_params}, {"tool_choice", "required"}}), std::make_pair(400, json("tools")));
+  EXPECT_EQ(status_param({{"tools", tools}, {"tool_choice", "required"}, {"grammar", "root ::= \"x\""}}),
+            std::make_pair(400, json("tool_choice")));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -525,6 +525,36 @@ TEST(TrainCli, EveryArchitectureTrainsFromScratch) {
   }
 }
 
+// Dragon with an attention layer (4 layers: three Gated DeltaNet, then differential attention with
+// Scalable-Softmax): the loss falls, the run is the same bits on 1 and 2 threads, the card shows
+// the pattern (the attention layer's λ vectors and SSMax scales), and `toy infer` continues it.
+TEST(TrainCli, DragonTrainsWithItsAttentionLayer) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  const std::string base = "train from-scratch --arch dragon --corpus " + corpus +
+                           " --d-model 32 --layers 4 --heads 4 --kv-heads 2 --ff 64 --context 16 --batch 4 --lr 3e-3"
+                           " --no-progress --steps 12 --eval-every 0 --runs-dir " +
+                           d.path("runs");
+  auto a = test::run_toy(base + " --run-id a --threads 1");
+  auto b = test::run_toy(base + " --run-id b --threads 2");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  const auto lines = loss_lines(a.out);
+  ASSERT_EQ(lines.size(), 12u);
+  EXPECT_LT(loss_of(lines.back()), loss_of(lines.front()) - 0.5) << lines.front() << " → " << lines.back();
+  const fs::path ckpt = d.dir / "runs" / "a" / "weights" / "final.gguf";
+  EXPECT_EQ(test::read_bytes(ckpt), test::read_bytes(d.dir / "runs" / "b" / "weights" / "final.gguf"));
+  auto card = test::run_toy("describe " + ckpt.string() + " --card");
+  ASSERT_EQ(card.code, 0) << card.err;
+  for (const char* t : {"blk.2.ssm_conv1d.weight", "blk.3.attn_lambda_q1", "blk.3.attn_ssmax", "blk.3.attn_sub_norm"})
+    EXPECT_NE(card.out.find(t), std::string::npos) << t;
+  EXPECT_EQ(card.out.find("blk.3.ssm_conv1d"), std::string::npos);
+  auto g = test::run_toy("infer " + ckpt.string() + " --prompt 'Lily saw' -n 8 --temp 0");
+  EXPECT_EQ(g.code, 0) << g.err;
+  EXPECT_FALSE(g.out.empty());
+}
+
 TEST(TrainCli, SameCommandSameBitsWhateverTheThreadCount) {
   TrainDir d;
   const std::string corpus = write_corpus(d);

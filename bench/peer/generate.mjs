@@ -1,20 +1,29 @@
 // bench/peer/generate.mjs — llama.cpp (node-llama-cpp 3.21.1, CPU) loads a GGUF and continues a
 // prompt greedily: the outside check that a file toy wrote (a training checkpoint, `toy init`)
-// is a standard GGUF, and a side-by-side for `toy infer MODEL -p PROMPT -n N --temp 0`.
+// is a standard GGUF, and a side-by-side for `toy infer MODEL -p PROMPT -n N --temp 0`; with
+// LORA, a LoRA adapter toy wrote (`toy train lora`) applied at scale 1, as `toy infer --lora LORA`.
 // The low-level sequence API is used on purpose: it takes the ids as they are (BOS as the
 // vocabulary asks) and picks the argmax, with no penalties or prompt handling of its own.
-// usage: node generate.mjs MODEL PROMPT [N]
+// With --ids, the generated token ids are printed (comma-separated) instead of their text.
+// usage: node generate.mjs MODEL PROMPT [N] [LORA] [--ids]
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
-const [modelPath, prompt, nArg] = process.argv.slice(2);
+const printIds = process.argv.includes("--ids");
+const [modelPath, prompt, nArg, loraPath] = process.argv.slice(2).filter((a) => a !== "--ids");
 if (!modelPath || prompt === undefined) {
-  console.error("usage: node generate.mjs MODEL PROMPT [N]");
+  console.error("usage: node generate.mjs MODEL PROMPT [N] [LORA] [--ids]");
   process.exit(2);
 }
 const n = Number(nArg ?? 64);
 const llama = await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error});
 const model = await llama.loadModel({modelPath, gpuLayers: 0});
-const context = await model.createContext({contextSize: 1024});
+// One thread: llama.cpp's default (every core, spinning while it waits) can stall for minutes on
+// a machine busy with other work; greedy tokens do not depend on the thread count.
+const context = await model.createContext({
+  contextSize: 1024,
+  threads: 1,
+  ...(loraPath ? {lora: {adapters: [{filePath: loraPath, scale: 1}]}} : {}),
+});
 const ids = model.tokenize(prompt);
 const addBos = model.fileInfo?.metadata?.tokenizer?.ggml?.add_bos_token;  // llama.cpp's default for SPM: true
 if (model.tokens.bos != null && addBos !== false) ids.unshift(model.tokens.bos);
@@ -22,7 +31,7 @@ const out = [];
 for await (const token of context.getSequence().evaluate(ids, {temperature: 0})) {
   if (model.isEogToken(token) || out.push(token) >= n) break;
 }
-console.log(model.detokenize(out));
+console.log(printIds ? out.join(",") : model.detokenize(out));
 await context.dispose();
 await model.dispose();
 await llama.dispose();

@@ -56,7 +56,6 @@ int run(const Args& a) {
   if (per_client < 1 || per_client > 4096) throw UsageError("--conns-per-client must be between 1 and 4096");
 
   Loaded l = load_model_and_tokenizer(a);
-  apply_lora_flags(a, *l.model);  // every request sees the adapters (no per-request selection yet)
   if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer, which the server needs");
   if (ctx > l.model->config().n_ctx)
     throw UsageError("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
@@ -82,7 +81,11 @@ int run(const Args& a) {
   cfg.timeout_s = int(timeout);
   cfg.max_connections_per_address = int(per_client);
   cfg.log_requests = !a.flag("quiet");
-  serve::Server server(*l.model, l.tokenizer, chat, cfg);
+  // Adapters stay apart from the model: each set of scales a request asks for is the base loaded
+  // once more (its weights the same mapping) with them attached (serve/adapters.h).
+  serve::AdapterSetup adapters{.adapters = read_lora_flags(a),
+                               .load_base = [file = l.file] { return load_model(file); }};
+  serve::Server server(*l.model, l.tokenizer, chat, cfg, std::move(adapters));
   if (!server.chat().parse_error().empty())
     std::fprintf(stderr,
                  "toy serve: warning: the chat template (%s) does not parse: %s\n  chat requests will get 400 until it "

@@ -13,9 +13,11 @@
 
 #include "cli/cli.h"
 #include "cli/vit.h"
+#include "toy/engines/distributed.h"
 #include "toy/engines/train_data.h"
 #include "toy/recipes/from_scratch.h"
 #include "toy/recipes/lora.h"
+#include "toy/recipes/warm_start.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::cli {
@@ -35,7 +37,7 @@ const TrainRunConfig kDefaults;
 const std::set<std::string> kResumable = {"steps",      "log-every", "eval-every",  "checkpoint-every",
                                           "stop-after", "threads",   "eval-batches"};
 // Flags that are not settings.
-const std::set<std::string> kNotSettings = {"resume", "untied", "no-mask-prompt", "no-progress"};
+const std::set<std::string> kNotSettings = {"resume", "untied", "no-mask-prompt", "train-embd", "no-progress"};
 
 // Ctrl-C (SIGINT) or SIGTERM: the run ends after the step in flight with a checkpoint (exit 130);
 // a second one ends the process at once, as main()'s handler does.
@@ -86,6 +88,13 @@ std::vector<Flag> flags() {
       {"rank", FlagType::Int, std::to_string(d.rank), "lora: rank r of each adapter"},
       {"alpha", FlagType::Float, num(d.alpha), "lora: W + (alpha/r)·B·A"},
       {"dropout", FlagType::Float, num(d.dropout), "lora: dropout on the adapters' input while training"},
+      // warm-start
+      {"donor", FlagType::Path, "",
+       "warm-start: the model whose token embedding (any dtype, through a learned lens) and tokenizer the new "
+       "model takes over"},
+      {"train-embd", FlagType::Bool, "",
+       "warm-start: also train a token embedding of the new model's own, added to the lensed donor's (starts at "
+       "zero)"},
       {"eval-fraction", FlagType::Float, num(d.eval_fraction),
        "fraction of the corpus held out for evaluation (0: none)"},
       {"eval-batches", FlagType::Int, std::to_string(d.eval_batches), "held-out batches per evaluation"},
@@ -111,7 +120,8 @@ std::vector<Flag> flags() {
       {"context", FlagType::Int, std::to_string(d.context), "tokens per training sequence T"},
       {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B (per micro-batch with --grad-accum)"},
       {"grad-accum", FlagType::Int, std::to_string(d.grad_accum),
-       "micro-batches of --batch sequences per update: the result of a batch N times larger, in 1/N of the memory"},
+       "micro-batches of --batch sequences per update: the result of a batch N times larger, in 1/N of the memory; "
+       "under mpirun -np P shared out over the P processes (a multiple of P; docs/distributed.md)"},
       {"steps", FlagType::Int, std::to_string(d.steps), "optimizer steps"},
       {"lr", FlagType::Float, num(d.lr), "peak learning rate"},
       {"schedule", FlagType::String, d.schedule,
@@ -149,8 +159,8 @@ int run(const Args& a) {
   const std::string resume = a.str("resume");
   const auto recipe = a.positional(0);
   if (!recipe && resume.empty()) throw UsageError("'toy train' needs RECIPE (from-scratch) or --resume DIR");
-  if (recipe && *recipe != "from-scratch" && *recipe != "lora")
-    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, lora, vit)");
+  if (recipe && *recipe != "from-scratch" && *recipe != "warm-start" && *recipe != "lora")
+    throw UsageError("unknown recipe '" + *recipe + "' (recipes: from-scratch, warm-start, lora, vit)");
   if (a.integer("seed") < 0) throw UsageError("--seed must be ≥ 0");
 
   nlohmann::json j;
@@ -169,10 +179,11 @@ int run(const Args& a) {
     j = recipes::to_json(kDefaults);
     j["tied"] = !a.flag("untied");
     j["mask-prompt"] = !a.flag("no-mask-prompt");
+    j["train-embd"] = a.flag("train-embd");
   } else {
     j["stop-after"] = 0;  // per invocation, not per run
     j["threads"] = 0;
-    for (const char* f : {"untied", "no-mask-prompt"})
+    for (const char* f : {"untied", "no-mask-prompt", "train-embd"})
       if (a.has(f)) throw UsageError(std::string("--") + f + " cannot be changed when resuming (config.json fixes it)");
   }
   for (const Flag& f : flags()) {
@@ -214,7 +225,22 @@ int run(const Args& a) {
       .out = stdout, .err = stderr, .progress = !a.flag("no-progress") && ::isatty(2), .stop = &g_stop};
   try {
     const TrainRunConfig c = recipes::config_from_json(j);
-    const auto result = c.recipe == "lora" ? recipes::train_lora(c, io, resume) : recipes::train_run(c, io, resume);
+    ProcessGroup* world = nullptr;
+    try {
+      world = &toy::world();  // mpirun: the other ranks (docs/distributed.md)
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
+    io.world = world;
+    if (world->rank() != 0) {  // rank 0 reports; the others print only their errors
+      static std::FILE* null = std::fopen("/dev/null", "w");
+      if (null) io.out = io.err = null;
+      io.progress = false;
+    }
+    const auto result = c.recipe == "lora"         ? recipes::train_lora(c, io, resume)
+                        : c.recipe == "warm-start" ? recipes::train_warm_start(c, io, resume)
+                                                   : recipes::train_run(c, io, resume);
+    leave_world();
     if (result.interrupted) return kInterrupted;
   } catch (const recipes::ConfigError& e) {
     throw UsageError(e.what());
@@ -231,8 +257,8 @@ Registrar reg({
     .summary = "train a model from scratch (or from given weights) and write a run bundle",
     .positionals =
         {{"RECIPE",
-          "from-scratch or lora (optional with --resume, which continues a vit run too); vit has flags of its "
-          "own: toy train vit --help",
+          "from-scratch, warm-start or lora (optional with --resume, which continues a vit run too); vit has flags "
+          "of its own: toy train vit --help",
           /*required=*/false}},
     .flags = flags(),
     .run = run,
@@ -240,7 +266,9 @@ Registrar reg({
                "`eval N: val_loss=X` (after N updates) on stdout;\n"
                "writes runs/<id>/{config.json,events.jsonl,weights/step-N.gguf,loss.svg} (docs/training.md).\n"
                "Ctrl-C or SIGTERM ends the run after the step in flight with a checkpoint (exit 130; continue\n"
-               "with --resume); a second one ends it at once.\n\n"
+               "with --resume); a second one ends it at once.\n"
+               "Under mpirun -np P the processes share each step's --grad-accum micro-batches and give the\n"
+               "same bits as one process; rank 0 writes the bundle (docs/distributed.md).\n\n"
                "examples:\n"
                "  toy train from-scratch --corpus ../shared/corpora/tinystories_sample.txt --tokenizer model.gguf \\\n"
                "      --d-model 128 --layers 4 --heads 4 --kv-heads 2 --ff 384 --context 128 --batch 16 --steps 2000 "

@@ -18,6 +18,7 @@
 
 #include "cli/common.h"
 #include "cli/vit.h"
+#include "toy/engines/distributed.h"
 #include "toy/engines/train_data.h"
 #include "toy/recipes/vit.h"
 
@@ -86,6 +87,8 @@ std::vector<Flag> train_flags() {
 }  // namespace
 
 int train_vit(const Args& a) {
+  if (launched_size() > 1)  // N copies would write one bundle; only the LM recipes share steps (docs/distributed.md)
+    throw UsageError("a vit run trains in one process: run it without mpirun");
   const std::string resume = a.str("resume");
   if (a.integer("seed") < 0) throw UsageError("--seed must be ≥ 0");
   nlohmann::json j;

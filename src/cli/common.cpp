@@ -243,7 +243,7 @@ std::string resolve_model(const std::string& ref) {
 
 Flag model_flag() { return {"model", FlagType::String, "", "the model, as MODEL (llama.cpp's -m)", 'm'}; }
 
-void apply_lora_flags(const Args& a, Model& m) {
+std::vector<ScaledLora> read_lora_flags(const Args& a) {
   std::vector<ScaledLora> loras;
   auto add = [&](const std::string& path, float scale) {
     if (!std::filesystem::exists(path)) throw InputError(path + ": no such file");
@@ -263,6 +263,11 @@ void apply_lora_flags(const Args& a, Model& m) {
       throw UsageError("--lora-scaled " + scaled[i] + ": '" + scaled[i + 1] + "' is not a finite scale");
     add(scaled[i], s);
   }
+  return loras;
+}
+
+void apply_lora_flags(const Args& a, Model& m) {
+  const std::vector<ScaledLora> loras = read_lora_flags(a);
   if (!loras.empty()) apply_loras(m, loras);
 }
 

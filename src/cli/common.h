@@ -68,6 +68,9 @@ std::string json_text(const Json& j, int indent = 2) {
 // read, checked against `m` and attached to it (applied at run time, not merged). Bad or
 // mismatched adapters raise GgufError (exit 3), a bad scale UsageError.
 void apply_lora_flags(const Args& a, Model& m);
+// The adapters those flags name, read but not yet checked against a model: the --lora ones
+// (scale 1), then the --lora-scaled ones, each in command-line order.
+std::vector<ScaledLora> read_lora_flags(const Args& a);
 
 // Common flag declarations.
 Flag model_flag();  // -m, --model: the MODEL positional as llama.cpp spells it

@@ -169,6 +169,76 @@ await check('n > 1 choices: chat and completions, streamed and not, seeded', asy
   assert.deepEqual(texts, comp.choices.map((c) => c.text));
 });
 
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'The weather in a city',
+    parameters: {
+      type: 'object', additionalProperties: false, required: ['city', 'unit'],
+      properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['C', 'F'] } },
+    },
+  },
+};
+const validWeather = (args) => typeof args.city === 'string' && ['C', 'F'].includes(args.unit) && Object.keys(args).length === 2;
+
+await check('tools: a named tool_choice gives a call whose arguments validate', async () => {
+  const r = await client.chat.completions.create({
+    model, messages, tools: [weatherTool], tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    max_tokens: 200, temperature: 1, seed: 5, n: 4,
+  });
+  for (const c of r.choices) {
+    assert.equal(c.finish_reason, 'tool_calls');
+    assert.equal(c.message.content, null);
+    const call = c.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.equal(typeof call.function.arguments, 'string', 'arguments are a JSON string, as OpenAI sends them');
+    assert.ok(validWeather(JSON.parse(call.function.arguments)), call.function.arguments);
+  }
+  // The call and its result, sent back, render through the template.
+  const call = r.choices[0].message.tool_calls[0];
+  const next = await client.chat.completions.create({
+    model, tools: [weatherTool], max_tokens: 4,
+    messages: [...messages, r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp": 21}' }],
+  });
+  assert.ok(['stop', 'length', 'tool_calls'].includes(next.choices[0].finish_reason));
+});
+
+await check('tools: streamed calls (the SDK helper puts the argument deltas together)', async () => {
+  const final = await client.beta.chat.completions.stream({
+    model, messages, tools: [weatherTool], tool_choice: 'required', parallel_tool_calls: false,
+    max_tokens: 200, temperature: 1, seed: 9,
+  }).finalChatCompletion();
+  const c = final.choices[0];
+  assert.equal(c.finish_reason, 'tool_calls');
+  assert.equal(c.message.tool_calls.length, 1);
+  assert.ok(validWeather(JSON.parse(c.message.tool_calls[0].function.arguments)));
+});
+
+await check('response_format json_schema and json_object', async () => {
+  const schema = { type: 'object', additionalProperties: false, required: ['name', 'tags'],
+    properties: { name: { type: 'string', maxLength: 10 }, tags: { type: 'array', items: { type: 'integer' }, maxItems: 3 } } };
+  const r = await client.chat.completions.create({
+    model, messages, max_tokens: 300, temperature: 1, seed: 2, n: 3,
+    response_format: { type: 'json_schema', json_schema: { name: 'thing', schema, strict: true } },
+  });
+  for (const c of r.choices) {
+    assert.equal(c.finish_reason, 'stop');
+    const v = JSON.parse(c.message.content);
+    assert.ok(typeof v.name === 'string' && Array.isArray(v.tags) && v.tags.every(Number.isInteger), c.message.content);
+  }
+  // Any object may hold strings of any length, which a random model rarely closes: a bias towards
+  // tokens that close strings and objects (still allowed only where the grammar says).
+  const tokens = await fetch(baseURL.replace(/\/v1$/, '') + '/tokenize', {
+    method: 'POST', body: JSON.stringify({ content: 'x"}x",x"x}', with_pieces: true }),
+  }).then((res) => res.json());
+  const logit_bias = Object.fromEntries(tokens.tokens.filter((t) => !t.piece.includes('x')).map((t) => [t.id, 8]));
+  const o = await client.chat.completions.create({ model, messages, max_tokens: 600, seed: 4, logit_bias, response_format: { type: 'json_object' } });
+  assert.equal(typeof JSON.parse(o.choices[0].message.content), 'object');
+  await assert.rejects(client.chat.completions.create({ model, messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'email' } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format.json_schema.schema');
+});
+
 await check('errors become typed SDK exceptions', async () => {
   await assert.rejects(client.models.retrieve('no-such-model'), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
   await assert.rejects(client.chat.completions.create({ model, messages: [] }), (e) => e instanceof OpenAI.BadRequestError && e.status === 400);

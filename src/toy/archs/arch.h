@@ -40,7 +40,8 @@ namespace toy {
 // v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-5f});     required in a file; a new model takes 1e-5
 // v.key("attn_logit_softcapping", h.softcap, 50.0f, Bound::NonNegative); 0 allowed
 // v.check(h.n_head % h.n_kv_head == 0, "…");                             a rule across keys
-// Integers must lie in [1, 2^24]; floats must be finite and positive (or ≥ 0 with NonNegative).
+// Integers must lie in [1, 2^24] (or [0, 2^24] with NonNegative); floats must be finite and
+// positive (or ≥ 0 with NonNegative).
 
 template <class T>
 struct Required {

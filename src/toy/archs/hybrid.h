@@ -1,4 +1,4 @@
-// archs/hybrid.h — L3: what the Gated-DeltaNet hybrids (qwen35, qwen3next) share: their
+// archs/hybrid.h — L3: what the Gated-DeltaNet hybrids (qwen35, qwen3next, dragon) share: their
 // recurrent keys, the tensor tables of their two kinds of mixer, and which layer is which.
 //
 // llama.cpp's keys (CONVENTIONS §5.7): ssm.conv_kernel (d_conv), ssm.state_size (Dk = Dv),
@@ -26,11 +26,9 @@ struct HybridHparams : ModelConfig {
   bool full_attention(int64_t l) const { return (l + 1) % full_attention_every == 0; }
 };
 
+// The recurrent layers' keys and the layer pattern (full_attention_interval).
 template <class V>
-void hybrid_keys(V& v, HybridHparams& h) {
-  decoder_keys(v, h);
-  v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-6f});
-  rope_keys(v, h);
+void delta_net_keys(V& v, HybridHparams& h) {
   v.key("ssm.conv_kernel", h.d_conv, Required{int64_t(4)});
   v.key("ssm.state_size", h.d_state, Required{int64_t(64)});
   v.key("ssm.group_count", h.n_k_head, Required{int64_t(2)});
@@ -42,6 +40,14 @@ void hybrid_keys(V& v, HybridHparams& h) {
                                             " must divide ssm.time_step_rank " + std::to_string(h.n_v_head));
   v.check(h.d_inner == h.n_v_head * h.d_state,
           "ssm.inner_size " + std::to_string(h.d_inner) + " must be ssm.time_step_rank × ssm.state_size");
+}
+
+template <class V>
+void hybrid_keys(V& v, HybridHparams& h) {
+  decoder_keys(v, h);
+  v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-6f});
+  rope_keys(v, h);
+  delta_net_keys(v, h);
 }
 
 inline GatedDeltaNetConfig delta_net_config(const HybridHparams& h, HeadMap map) {

@@ -19,8 +19,8 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// A weight a LoRA may adapt: a matrix that only linear() reads. The embedding tables are read
-// row by row (embedding()), where an adapter would be ignored, so they are refused.
+// A weight a LoRA may adapt: a matrix that only linear() reads. The embedding tables are refused:
+// LoRA adapts projections (an embedding's low-rank term is warm-start's lens, recipes/warm_start.h).
 bool adaptable(const Tensor& W) {
   return W.dim() == 2 && W.name() != "token_embd.weight" && W.name() != "position_embd.weight";
 }

@@ -97,7 +97,9 @@ void KeyReader::visit(const char* name, int64_t& f, const KeyRule<int64_t>& r) {
   if (!v && !take_absent(f, r, mode_ == Mode::NewModel)) fail("missing integer key " + arch_ + "." + name);
   if (v && !v->is_integer()) fail(arch_ + "." + name + " must be an integer, got " + v->to_display());
   if (v) f = v->as_int();
-  if (f < 1 || f > kMaxInt) fail(arch_ + "." + name + " = " + std::to_string(f) + " is out of range [1, 2^24]");
+  const int64_t lo = r.bound == Bound::NonNegative ? 0 : 1;  // a count, or a switch that may be 0
+  if (f < lo || f > kMaxInt)
+    fail(arch_ + "." + name + " = " + std::to_string(f) + " is out of range [" + std::to_string(lo) + ", 2^24]");
 }
 
 void KeyReader::visit(const char* name, float& f, const KeyRule<float>& r) {

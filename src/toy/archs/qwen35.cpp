@@ -18,10 +18,6 @@ struct Qwen35 {
   static constexpr const char* name = "qwen35";
   static constexpr Variant variant = {
       .hf_class = "Qwen3_5ForCausalLM", .positions = Positions::RopeNeox, .qk_norm = QkNorm::PerHead};
-  // Not yet: the short convolution, the L2 norm and the log-decay of the Gated DeltaNet layers have
-  // no backward rules (the delta rule itself has one).
-  static constexpr const char* untrainable =
-      "the Gated DeltaNet layers' convolution, L2 norm and decay have no gradient yet";
 
   using Hparams = HybridHparams;
   template <class V>

@@ -23,10 +23,6 @@ struct Qwen3Next {
                                       .positions = Positions::RopeNeox,
                                       .qk_norm = QkNorm::PerHead,
                                       .ffn = FfnKind::Moe};
-  // Not yet: the short convolution, the L2 norm and the log-decay of the Gated DeltaNet layers have
-  // no backward rules (the delta rule itself has one).
-  static constexpr const char* untrainable =
-      "the Gated DeltaNet layers' convolution, L2 norm and decay have no gradient yet";
 
   struct Hparams : HybridHparams {
     int64_t n_expert = 0;       // expert_count, e.g. 512

@@ -6,12 +6,13 @@
 namespace toy {
 
 namespace archs {
-Architecture llama(), qwen2(), qwen3(), gemma2(), olmoe(), gpt2(), qwen35(), qwen3next();
+Architecture llama(), qwen2(), qwen3(), gemma2(), olmoe(), gpt2(), qwen35(), qwen3next(), dragon();
 }
 
 std::vector<Architecture>& builtin_architectures() {
-  static std::vector<Architecture> all = {archs::llama(), archs::qwen2(), archs::qwen3(),  archs::gemma2(),
-                                          archs::olmoe(), archs::gpt2(),  archs::qwen35(), archs::qwen3next()};
+  static std::vector<Architecture> all = {archs::llama(),  archs::qwen2(),     archs::qwen3(),
+                                          archs::gemma2(), archs::olmoe(),     archs::gpt2(),
+                                          archs::qwen35(), archs::qwen3next(), archs::dragon()};
   return all;
 }
 

@@ -61,6 +61,12 @@ std::string role(const std::string& stem, const Variant& v, bool tied) {
       {"ssm_ba.weight", "Gated DeltaNet β and α projections, fused per key head"},
       {"ssm_norm.weight", "Gated DeltaNet output norm of each head (RMSNorm gain)"},
       {"ssm_out.weight", "Gated DeltaNet output projection"},
+      {"attn_lambda_q1", "differential attention: λ = exp(λq₁·λk₁) − exp(λq₂·λk₂) + λ_init"},
+      {"attn_lambda_k1", "differential attention: λk₁ of λ"},
+      {"attn_lambda_q2", "differential attention: λq₂ of λ"},
+      {"attn_lambda_k2", "differential attention: λk₂ of λ"},
+      {"attn_sub_norm.weight", "differential attention: RMSNorm gain of each head's output, then ×(1 − λ_init)"},
+      {"attn_ssmax", "Scalable-Softmax: s of each head (logits × s·log n, n the keys attended)"},
       {"output_norm.bias", "final norm (LayerNorm bias)"},
       {"output.weight", "unembedding"},
   };

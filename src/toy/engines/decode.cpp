@@ -9,12 +9,21 @@
 namespace toy {
 
 DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx, DType kv_type)
-    : model_(m),
+    : model_(&m),
       cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head,
              kv_type) {}
 
+void DecodeEngine::set_model(const Model& m) {
+  const ModelConfig &a = model_->config(), &b = m.config();
+  if (a.arch != b.arch || a.n_layer != b.n_layer || a.n_kv_head != b.n_kv_head || a.d_head != b.d_head ||
+      a.n_vocab != b.n_vocab)
+    throw std::invalid_argument("set_model: the model's shape differs from the engine's");
+  model_ = &m;
+  reset();
+}
+
 void DecodeEngine::check_room(std::span<const int32_t> ids) const {
-  const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
+  const int64_t T = int64_t(ids.size()), V = model_->config().n_vocab;
   if (T == 0) throw std::invalid_argument("feed: no tokens");
   if (n_past() + T > n_ctx())
     throw std::length_error(std::to_string(n_past() + T) + " tokens do not fit the context of " +
@@ -27,10 +36,10 @@ void DecodeEngine::check_room(std::span<const int32_t> ids) const {
 
 Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   check_room(ids);
-  const int64_t T = int64_t(ids.size()), V = model_.config().n_vocab;
+  const int64_t T = int64_t(ids.size()), V = model_->config().n_vocab;
   NoGrad no_grad;
   const Ctx ctx{.seqs = {{.pos0 = n_past(), .kv = &cache_, .state = &state_}}, .last_logits = last_only};
-  Tensor logits = model_.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
+  Tensor logits = model_->forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
   return logits.reshape({logits.size(1), V});
 }
@@ -39,11 +48,11 @@ Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::spa
   const int64_t B = int64_t(engines.size());
   if (B == 0 || ids.size() != engines.size())
     throw std::invalid_argument("feed_batch: one token per engine, at least one engine");
-  const Model& model = engines[0]->model_;
+  const Model& model = *engines[0]->model_;
   Ctx ctx{.seqs = {}};
   for (int64_t b = 0; b < B; ++b) {
     DecodeEngine& e = *engines[size_t(b)];
-    if (&e.model_ != &model) throw std::invalid_argument("feed_batch: the engines run different models");
+    if (e.model_ != &model) throw std::invalid_argument("feed_batch: the engines run different models");
     e.check_room(ids.subspan(size_t(b), 1));
     ctx.seqs.push_back({.pos0 = e.n_past(), .kv = &e.cache_, .state = &e.state_});
   }

@@ -46,12 +46,16 @@ class DecodeEngine {
     tokens_.clear();
     state_.clear();
   }
-  const Model& model() const { return model_; }
+  const Model& model() const { return *model_; }
+  // Runs `m` from now on, a model of the same shape (the same base with other LoRA scales, as
+  // the server switches them per request), and forgets every cached token: the rows cached were
+  // computed by the old one. Throws std::invalid_argument for a model of another shape.
+  void set_model(const Model& m);
 
  private:
   void check_room(std::span<const int32_t> ids) const;  // throws as feed() documents
 
-  const Model& model_;
+  const Model* model_;  // never null
   KvCache cache_;
   RecurrentState state_;
   std::vector<int32_t> tokens_;  // what positions [0, n_past) hold

@@ -88,26 +88,26 @@ bool is_bundle_temporary(std::string_view name, bool in_weights) {
 }
 
 void remove_bundle_temporaries(const std::string& run_dir) {
-  for (const bool in_weights : {false, true}) {
-    const fs::path dir = in_weights ? fs::path(run_dir) / "weights" : fs::path(run_dir);
+  for (const char* sub : {"", kWeightsDir, kAdaptersDir}) {
+    const bool in_checkpoints = *sub != 0;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.is_regular_file(ec) && is_bundle_temporary(e.path().filename().string(), in_weights))
+    for (const auto& e : fs::directory_iterator(fs::path(run_dir) / sub, ec))
+      if (e.is_regular_file(ec) && is_bundle_temporary(e.path().filename().string(), in_checkpoints))
         fs::remove(e.path(), ec);
   }
 }
 
-std::string checkpoint_model_path(const std::string& run_dir, int64_t step) {
-  return (fs::path(run_dir) / "weights" / ("step-" + std::to_string(step) + ".gguf")).string();
+std::string checkpoint_model_path(const std::string& run_dir, int64_t step, const char* dir) {
+  return (fs::path(run_dir) / dir / ("step-" + std::to_string(step) + ".gguf")).string();
 }
 
-std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step) {
-  return (fs::path(run_dir) / "weights" / ("step-" + std::to_string(step) + ".optim.gguf")).string();
+std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step, const char* dir) {
+  return (fs::path(run_dir) / dir / ("step-" + std::to_string(step) + ".optim.gguf")).string();
 }
 
-std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir) {
+std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir, const char* sub) {
   std::optional<Checkpoint> best;
-  const fs::path dir = fs::path(run_dir) / "weights";
+  const fs::path dir = fs::path(run_dir) / sub;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
@@ -115,14 +115,14 @@ std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir
     int used = 0;
     if (std::sscanf(name.c_str(), "step-%lld.gguf%n", &step, &used) != 1 || size_t(used) != name.size() || step < 0)
       continue;
-    Checkpoint c{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
+    Checkpoint c{step, checkpoint_model_path(run_dir, step, sub), checkpoint_optimizer_path(run_dir, step, sub)};
     if (fs::exists(c.optimizer) && (!best || step > best->step)) best = c;
   }
   return best;
 }
 
-void link_final(const std::string& run_dir, const std::string& model) {
-  const fs::path fin = fs::path(run_dir) / "weights" / "final.gguf";
+void link_final(const std::string& run_dir, const std::string& model, const char* dir) {
+  const fs::path fin = fs::path(run_dir) / dir / "final.gguf";
   std::error_code ec;
   fs::remove(fin, ec);
   fs::create_hard_link(model, fin, ec);

@@ -46,23 +46,27 @@ class BundleLock {
 
 // True for a temporary file toy writes in a bundle: `<file>.tmp.<pid>` (optionally followed by a
 // suffix of letters, digits, '.', '-', '_') where <file> is config.json or loss.svg in the run
-// directory, or step-N.gguf / step-N.optim.gguf in weights/.
+// directory, or step-N.gguf / step-N.optim.gguf in a checkpoint directory (weights/, adapters/).
 bool is_bundle_temporary(std::string_view name, bool in_weights);
-// Removes the temporaries a killed run left in `run_dir` and `run_dir/weights` (and nothing
-// else). Call it only with the bundle locked, so that no live writer owns them.
+// Removes the temporaries a killed run left in `run_dir` and its checkpoint directories (and
+// nothing else). Call it only with the bundle locked, so that no live writer owns them.
 void remove_bundle_temporaries(const std::string& run_dir);
 
+// Checkpoints live in one directory of the bundle: weights/ (whole models), or adapters/ (a LoRA
+// run's adapters), named as below.
+constexpr const char* kWeightsDir = "weights";
+constexpr const char* kAdaptersDir = "adapters";
 struct Checkpoint {
   int64_t step = 0;       // updates done
-  std::string model;      // weights/step-N.gguf
+  std::string model;      // weights/step-N.gguf (or adapters/step-N.gguf)
   std::string optimizer;  // weights/step-N.optim.gguf (may not exist for old checkpoints)
 };
-std::string checkpoint_model_path(const std::string& run_dir, int64_t step);
-std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step);
-// The newest checkpoint of `run_dir` that has both files, if any.
-std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir);
-// `run_dir/weights/final.gguf` = the model file `model` (a hard link, else a copy).
-void link_final(const std::string& run_dir, const std::string& model);
+std::string checkpoint_model_path(const std::string& run_dir, int64_t step, const char* dir = kWeightsDir);
+std::string checkpoint_optimizer_path(const std::string& run_dir, int64_t step, const char* dir = kWeightsDir);
+// The newest checkpoint in `run_dir/dir` that has both files, if any.
+std::optional<Checkpoint> latest_resumable_checkpoint(const std::string& run_dir, const char* dir = kWeightsDir);
+// `run_dir/dir/final.gguf` = the model file `model` (a hard link, else a copy).
+void link_final(const std::string& run_dir, const std::string& model, const char* dir = kWeightsDir);
 
 struct CurvePoint {
   double step = 0, loss = 0;

@@ -1,6 +1,10 @@
 // engines/train.cpp — the training step and checkpoint writing.
 #include "toy/engines/train.h"
 
+#include <algorithm>
+#include <cstring>
+
+#include "toy/archs/lora.h"
 #include "toy/io/file_type.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -46,29 +50,84 @@ Tensor TrainEngine::loss_of(const Batch& b) const {
   return cross_entropy(logits.reshape({B * T, V}), b.targets);  // scalar
 }
 
+namespace {
+
+// The parameters' gradients laid end to end ([P], in params order; a missing one as zeros).
+void copy_grads(std::span<const Tensor> params, float* out) {
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    if (g.defined())
+      std::memcpy(out, g.data(), size_t(p.numel()) * sizeof(float));
+    else
+      std::fill(out, out + p.numel(), 0.0f);
+    out += p.numel();
+  }
+}
+
+void add_grads(std::span<const Tensor> params, float* sum) {
+  for (const Tensor& p : params) {
+    if (const Tensor g = p.grad(); g.defined()) {
+      const float* pg = g.data();
+      for (int64_t i = 0; i < p.numel(); ++i) sum[i] += pg[i];
+    } else {
+      for (int64_t i = 0; i < p.numel(); ++i) sum[i] += 0.0f;  // as the zeros a process would send
+    }
+    sum += p.numel();
+  }
+}
+
+void set_grads(std::span<Tensor> params, const float* sum) {
+  for (Tensor& p : params) {
+    if (!p.grad().defined()) p.impl()->grad = Tensor::empty(p.shape()).impl_ptr();
+    std::memcpy(p.grad().data_mut(), sum, size_t(p.numel()) * sizeof(float));
+    sum += p.numel();
+  }
+}
+
+}  // namespace
+
 double TrainEngine::forward_backward(const Batch& b) {
   for (Tensor& p : params_) p.zero_grad();
-  const int64_t N = c_.grad_accum;
-  if (N == 1) {
+  const int64_t K = c_.grad_accum, N = group_->size();
+  if (K == 1 && N == 1) {
     Tensor loss = loss_of(b);
     loss.backward();
     return loss.item();
   }
   auto [B, T] = b.tokens.dims<2>("train: tokens");
-  if (N < 1 || B % N != 0)
-    throw ShapeError("train: " + std::to_string(B) + " sequences do not split into grad_accum = " + std::to_string(N) +
+  if (K < 1 || B % K != 0)
+    throw ShapeError("train: " + std::to_string(B) + " sequences do not split into grad_accum = " + std::to_string(K) +
                      " micro-batches");
-  const int64_t Bm = B / N;  // sequences per micro-batch
-  double sum = 0;
-  for (int64_t k = 0; k < N; ++k) {
+  if (K % N != 0)
+    throw ShapeError("train: grad_accum = " + std::to_string(K) + " micro-batches do not split over " +
+                     std::to_string(N) + " processes");
+  const int64_t Bm = B / K, m = K / N, first = group_->rank() * m;  // this process: micro-batches first … first + m − 1
+  int64_t P = 0;
+  for (const Tensor& p : params_) P += p.numel();
+  std::vector<float> sum(static_cast<size_t>(P));                    // [P] Σ_k g_k
+  std::vector<float> mine(N > 1 ? static_cast<size_t>(m * P) : 0u);  // [m, P] this process's g_k, for the group
+  std::vector<double> losses(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j) {
+    const int64_t k = first + j;
     const Batch micro{b.tokens.row_slice(k * Bm, (k + 1) * Bm),            // [Bm, T]
                       b.targets.row_slice(k * Bm * T, (k + 1) * Bm * T)};  // [Bm·T]
+    for (Tensor& p : params_) p.zero_grad();
     Tensor loss = loss_of(micro);
-    loss.backward();  // adds into each parameter's gradient
-    sum += loss.item();
+    loss.backward();  // g_k alone: a tied weight's two uses add up within it, before the sum over k
+    losses[size_t(j)] = loss.item();
+    if (N > 1)
+      copy_grads(params_, mine.data() + j * P);
+    else if (j == 0)
+      copy_grads(params_, sum.data());
+    else
+      add_grads(params_, sum.data());  // one running sum: ((g_0 + g_1) + g_2) + …
   }
-  scale_grads(params_, float(1.0 / double(N)));  // Σ_k ∇mean_k / N = ∇ of the mean over all B·T targets
-  return sum / double(N);
+  if (N > 1) group_->sum_in_order(mine, m, sum);
+  set_grads(params_, sum.data());
+  scale_grads(params_, float(1.0 / double(K)));  // Σ_k ∇mean_k / K = ∇ of the mean over all B·T targets
+  double total = 0;
+  for (double l : group_->all_gather(losses)) total += l;  // in micro-batch order
+  return total / double(K);
 }
 
 StepResult TrainEngine::step(const Batch& b) {
@@ -103,7 +162,9 @@ void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, c
   bool quantized = false;
   const ModelConfig& mc = m.config();
   m.for_each_param([&](Tensor& t) {
-    written.push_back(gguf::to_file_dtype(*ft, t, int(mc.n_layer), mc.tied_output));
+    // A weight with low-rank terms is written folded, W + Σ scale·B·A: what a reader of the file computes.
+    const Tensor folded = t.impl()->low_rank ? merged_weight(t) : t;
+    written.push_back(gguf::to_file_dtype(*ft, folded, int(mc.n_layer), mc.tied_output));
     quantized = quantized || info(written.back().dtype()).quantized;
     w.add_tensor(t.name(), written.back());
   });

@@ -8,11 +8,13 @@
 //   loss   = cross_entropy(logits.reshape([B·T, V]), targets) scalar, mean over B·T targets
 //   loss.backward();  clip(global_norm);  AdamW(lr_at(schedule, step))
 //
-// Gradient accumulation (grad_accum = N): the batch's B rows are split into N micro-batches of
-// B/N rows, each forward + backward adds its gradient of its own mean loss, and the sum is
-// scaled by 1/N: the mean over all B·T targets, as one batch of B rows, with 1/N of the
-// activation memory. Not bit-identical to the single batch (the weight gradients are summed per
-// micro-batch first, a different float rounding order), the same within float rounding.
+// Gradient accumulation (grad_accum = K): the batch's B rows are split into K micro-batches of
+// B/K rows, each forward + backward gives the gradient g_k of its own mean loss, and
+// ((g_0 + g_1) + …) + g_{K−1} is scaled by 1/K: the mean over all B·T targets, as one batch of B
+// rows, with 1/K of the activation memory. Not bit-identical to the single batch (the weight
+// gradients are summed per micro-batch first, a different float rounding order), the same within
+// float rounding. Over N processes (distribute(), distributed.h) each computes K/N of the g_k and
+// the group adds them in the same order: the same bits as one process.
 //
 // Not here: where batches come from (train_data.h), run bundles and the loop that drives steps
 // (recipes/). Everything here is deterministic: the same model, batches and config give the same
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "toy/archs/model.h"
+#include "toy/engines/distributed.h"
 #include "toy/engines/optimizer.h"
 
 namespace toy {
@@ -78,6 +81,9 @@ class TrainEngine {
   // Forward, loss and backward (per micro-batch with grad_accum): leaves fresh gradients of the
   // mean loss over all of b's targets on params() and returns that loss.
   double forward_backward(const Batch& b);
+  // Splits each batch's micro-batches over the processes of `g` (grad_accum must be a multiple
+  // of g.size()); every process passes the whole batch and gets the same gradients and loss.
+  void distribute(ProcessGroup& g) { group_ = &g; }
   // forward_backward, then clipping and one AdamW update at lr_at(schedule, steps()).
   StepResult step(const Batch& b);
   // Mean cross-entropy of a batch under NoGrad (no graph, no gradients).
@@ -95,6 +101,7 @@ class TrainEngine {
   TrainConfig c_;
   std::vector<Tensor> params_;
   AdamW opt_;
+  ProcessGroup* group_ = &one_process();
 };
 
 struct ModelFileOptions {
@@ -105,7 +112,8 @@ struct ModelFileOptions {
 // Writes the model as a standard GGUF: its metadata (general.architecture, <arch>.* hyper-
 // parameters), `general.name`, general.file_type, the tokenizer's `tokenizer.ggml.*` keys when
 // one is given, o.metadata, and every parameter under its GGUF name, in the dtype the file type
-// gives it (F32 by default; 1-D tensors always F32). Atomic (tmp + rename). No optimizer state:
+// gives it (F32 by default; 1-D tensors always F32); a weight with low-rank terms folded into
+// W + Σ scale·B·A (warm-start's token_embd = W + c·E·lens). Atomic (tmp + rename). No optimizer state:
 // the file is what llama.cpp and `toy infer` load. Throws std::invalid_argument for an unknown
 // file type.
 void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, const std::string& name,

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <vector>
 
+#include "toy/kernels/delta_net_grad.h"
 #include "toy/kernels/kernels.h"
 
 namespace toy::kernels {
@@ -214,5 +215,78 @@ void l2_norm(const float* x, float eps, int64_t R, int64_t D, float* y) {
     for (int64_t i = 0; i < D; ++i) y[r * D + i] = xr[i] * scale;
   }
 }
+
+void causal_conv1d_backward(const float* x, const float* w, const float* state0, const float* dy, int64_t T, int64_t C,
+                            int64_t K, float* dx, float* dw) {
+  auto window = [&](int64_t s, int64_t c) { return s < K - 1 ? state0[s * C + c] : x[(s - K + 1) * C + c]; };
+  parallel_for(T, 16, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s)
+      for (int64_t c = 0; c < C; ++c) {
+        float acc = 0;  // input s sits at window row s + K − 1, read by outputs t = s + K − 1 − j
+        for (int64_t j = 0; j < K; ++j) {
+          const int64_t t = s + K - 1 - j;
+          if (t < T) acc += dy[t * C + c] * w[c * K + j];
+        }
+        dx[s * C + c] = acc;
+      }
+  });
+  parallel_for(C, 16, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t j = 0; j < K; ++j) {
+        float acc = 0;
+        for (int64_t t = 0; t < T; ++t) acc += dy[t * C + c] * window(t + j, c);
+        dw[c * K + j] = acc;
+      }
+  });
+}
+
+void l2_norm_backward(const float* x, const float* dy, float eps, int64_t R, int64_t D, float* dx) {
+  parallel_for(R, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float *xr = x + r * D, *dyr = dy + r * D;
+      double sum = 0;
+      for (int64_t i = 0; i < D; ++i) sum += double(xr[i] * xr[i]);
+      const float norm = std::sqrt(float(sum)), scale = 1.0f / std::fmax(norm, eps);
+      double dy_y = 0;  // dy·y; the norm's own term vanishes where eps clamps it
+      if (norm > eps)
+        for (int64_t i = 0; i < D; ++i) dy_y += double(dyr[i]) * xr[i] * scale;
+      for (int64_t i = 0; i < D; ++i) dx[r * D + i] = scale * (dyr[i] - xr[i] * scale * float(dy_y));
+    }
+  });
+}
+
+namespace reference {
+
+template <class T>
+void causal_conv1d(const float* x, const float* w, float* state, float* y, int64_t T_, int64_t C, int64_t K) {
+  auto window = [&](int64_t s, int64_t c) { return s < K - 1 ? state[s * C + c] : x[(s - K + 1) * C + c]; };
+  for (int64_t t = 0; t < T_; ++t)
+    for (int64_t c = 0; c < C; ++c) {
+      T acc = 0;
+      for (int64_t j = 0; j < K; ++j) acc += T(w[c * K + j]) * T(window(t + j, c));
+      y[t * C + c] = float(acc);
+    }
+  std::vector<float> last(size_t((K - 1) * C));
+  for (int64_t s = 0; s < K - 1; ++s)
+    for (int64_t c = 0; c < C; ++c) last[size_t(s * C + c)] = window(T_ + s, c);
+  std::copy(last.begin(), last.end(), state);
+}
+
+template <class T>
+void l2_norm(const float* x, float eps, int64_t R, int64_t D, float* y) {
+  for (int64_t r = 0; r < R; ++r) {
+    T sum = 0;
+    for (int64_t i = 0; i < D; ++i) sum += T(x[r * D + i]) * T(x[r * D + i]);
+    const T scale = T(1) / std::max(std::sqrt(sum), T(eps));
+    for (int64_t i = 0; i < D; ++i) y[r * D + i] = float(T(x[r * D + i]) * scale);
+  }
+}
+
+template void causal_conv1d<float>(const float*, const float*, float*, float*, int64_t, int64_t, int64_t);
+template void causal_conv1d<double>(const float*, const float*, float*, float*, int64_t, int64_t, int64_t);
+template void l2_norm<float>(const float*, float, int64_t, int64_t, float*);
+template void l2_norm<double>(const float*, float, int64_t, int64_t, float*);
+
+}  // namespace reference
 
 }  // namespace toy::kernels

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "toy/kernels/delta_net_grad.h"
 #include "toy/kernels/kernels.h"
 
 namespace toy {
@@ -12,10 +13,6 @@ namespace {
 
 constexpr int64_t kChunk = 64;  // tokens per chunk of the chunked delta rule (llama.cpp's too)
 
-void forward_only(const char* op, std::initializer_list<const Tensor*> inputs) {
-  if (needs_grad(inputs)) throw std::logic_error(std::string(op) + ": no gradient yet (inference only)");
-}
-
 void expect(bool ok, const char* op, const std::string& what) {
   if (!ok) throw ShapeError(std::string(op) + ": " + what);
 }
@@ -23,34 +20,63 @@ void expect(bool ok, const char* op, const std::string& what) {
 }  // namespace
 
 Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state) {
-  forward_only("causal_conv1d", {&x, &w});
   auto [T, C] = x.dims<2>("causal_conv1d: x");
   auto [Cw, K] = w.dims<2>("causal_conv1d: w");
   expect(Cw == C && w.dtype() == DType::F32, "causal_conv1d",
          "w " + to_string(w.shape()) + " for x " + to_string(x.shape()));
   expect(state.shape() == Shape{K - 1, C}, "causal_conv1d", "state " + to_string(state.shape()));
+  const bool grad = needs_grad({&x, &w});
+  const Tensor state0 = grad ? state.clone() : Tensor();  // the window's first K − 1 rows, for backward
   Tensor y = Tensor::empty({T, C});
   kernels::causal_conv1d(x.data(), w.data(), state.data_mut(), y.data_mut(), T, C, K);
+  if (grad)  // dx: each input feeds K outputs; dw: each tap sums over the outputs (kernels/delta_net_grad.h)
+    record(y, "causal_conv1d", {x, w}, [x, w, state0, T, C, K](const Tensor& dy) {
+      Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape());
+      kernels::causal_conv1d_backward(x.data(), w.data(), state0.data(), dy.data(), T, C, K, dx.data_mut(),
+                                      dw.data_mut());
+      return std::vector<Tensor>{dx, dw};
+    });
   return y;
 }
 
 Tensor l2_norm(const Tensor& x, float eps) {
-  forward_only("l2_norm", {&x});
-  const int64_t D = x.size(-1);
+  const int64_t D = x.size(-1), R = x.numel() / D;
   Tensor y = Tensor::empty(x.shape());
-  kernels::l2_norm(x.data(), eps, x.numel() / D, D, y.data_mut());
+  kernels::l2_norm(x.data(), eps, R, D, y.data_mut());
+  if (needs_grad({&x}))  // dx = r·(dy − y·(dy·y)): the part of dy along y is the norm's
+    record(y, "l2_norm", {x}, [x, eps, R, D](const Tensor& dy) {
+      Tensor dx = Tensor::empty(x.shape());
+      kernels::l2_norm_backward(x.data(), dy.data(), eps, R, D, dx.data_mut());
+      return std::vector<Tensor>{dx};
+    });
   return y;
 }
 
+// g = softplus(α + dt_bias)·a. With u = α + dt_bias and softplus' = σ:
+//   dα = dg·a·σ(u),  ddt_bias = Σ_rows dα,  da = Σ_rows dg·softplus(u).
+// (a = −exp(A_log) is the parameter GGUF stores; dA_log would be da·a = Σ dg·g.)
 Tensor delta_log_decay(const Tensor& alpha, const Tensor& dt_bias, const Tensor& a) {
-  forward_only("delta_log_decay", {&alpha, &dt_bias, &a});
   const int64_t Hv = alpha.size(-1), R = alpha.numel() / Hv;
   expect(a.shape() == Shape{Hv} && dt_bias.shape() == Shape{Hv}, "delta_log_decay",
          "a " + to_string(a.shape()) + ", dt_bias " + to_string(dt_bias.shape()) + " for " + to_string(alpha.shape()));
-  Tensor g = alpha.clone();
-  kernels::add_to_rows(dt_bias.data(), R, Hv, g.data_mut());
-  kernels::softplus(g.data(), g.data_mut(), g.numel());
+  Tensor u = alpha.clone();  // [R, Hv]
+  kernels::add_to_rows(dt_bias.data(), R, Hv, u.data_mut());
+  Tensor g = Tensor::empty(alpha.shape());
+  kernels::softplus(u.data(), g.data_mut(), g.numel());
   kernels::mul_rows(a.data(), R, Hv, g.data_mut());
+  if (needs_grad({&alpha, &dt_bias, &a}))
+    record(g, "delta_log_decay", {alpha, dt_bias, a}, [u, a, R, Hv](const Tensor& dg) {
+      Tensor dalpha = Tensor::empty(u.shape()), sp = Tensor::empty(u.shape());
+      kernels::sigmoid(u.data(), dalpha.data_mut(), u.numel());
+      kernels::mul(dalpha.data(), dg.data(), dalpha.data_mut(), u.numel());
+      kernels::mul_rows(a.data(), R, Hv, dalpha.data_mut());
+      kernels::softplus(u.data(), sp.data_mut(), u.numel());
+      kernels::mul(sp.data(), dg.data(), sp.data_mut(), u.numel());
+      Tensor ddt = Tensor::empty({Hv}), da = Tensor::empty({Hv});
+      kernels::sum_rows(dalpha.data(), R, Hv, ddt.data_mut());
+      kernels::sum_rows(sp.data(), R, Hv, da.data_mut());
+      return std::vector<Tensor>{dalpha, ddt, da};
+    });
   return g;
 }
 

@@ -3,9 +3,9 @@
 //
 // Glossary as in primitives.h; C conv channels, K conv width (d_conv), Hk query/key heads of Dk
 // values, Hv value heads of Dv values. Each works on one sequence: its state (the layer's cache)
-// is read and overwritten. gated_delta_rule has its gradient (token by token through the states,
-// kernels::gated_delta_rule_backward); the others are forward only so far: an input that requires a
-// gradient is refused.
+// is read and overwritten. Each has its gradient (gated_delta_rule's token by token through the
+// states, kernels::gated_delta_rule_backward; the convolution's and the L2 norm's in
+// kernels/delta_net_grad.h); none for the state a call starts from (a cache, zero in training).
 #pragma once
 
 #include "toy/primitives/primitives.h"
@@ -27,7 +27,8 @@ Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state);
 Tensor l2_norm(const Tensor& x, float eps);
 
 // The log-decay of each value head, g = softplus(α + dt_bias)·a, with a = ssm_a = −exp(A_log) < 0
-// (so g ≤ 0).  alpha: [..., Hv], dt_bias, a: [Hv] -> [..., Hv]
+// (so g ≤ 0). Gradients for all three (a itself is the parameter, as GGUF stores it).
+// alpha: [..., Hv], dt_bias, a: [Hv] -> [..., Hv]
 Tensor delta_log_decay(const Tensor& alpha, const Tensor& dt_bias, const Tensor& a);
 
 // The gated delta rule (kernels.h states it), per value head with state S [Dk, Dv]:

@@ -115,6 +115,35 @@ Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
   return y;
 }
 
+namespace {
+// y = x·A, no transpose.  x: [..., r], A: [r, D] (any dtype; trainable when F32) -> [..., D].
+// What an embedding's low-rank term needs: B[ids]·A.
+Tensor times(const Tensor& x, const Tensor& A) {
+  auto [r, D] = A.dims<2>("embedding: low-rank A");
+  if (x.dim() < 1 || x.size(-1) != r)
+    throw ShapeError("embedding: low-rank rows " + to_string(x.shape()) + " do not match A " + to_string(A.shape()));
+  Shape out_shape = x.shape();
+  out_shape.back() = D;
+  Tensor y = Tensor::empty(out_shape);
+  const int64_t M = x.numel() / r;
+  kernels::gemm(false, false, M, D, r, x.data(), as_f32(A).data(), y.data_mut(), false);
+  if (needs_grad({&x, &A}))
+    record(y, "times", {x, A}, [x, A, M, r = r, D = D](const Tensor& dy) {
+      std::vector<Tensor> g(2);
+      if (x.requires_grad()) {  // dx[M, r] = dy[M, D] · Aᵀ
+        g[0] = Tensor::empty(x.shape());
+        kernels::gemm(false, true, M, r, D, dy.data(), as_f32(A).data(), g[0].data_mut(), false);
+      }
+      if (A.requires_grad()) {  // dA[r, D] = xᵀ[r, M] · dy[M, D]
+        g[1] = Tensor::empty(A.shape());
+        kernels::gemm(true, false, r, D, M, x.data(), dy.data(), g[1].data_mut(), false);
+      }
+      return g;
+    });
+  return y;
+}
+}  // namespace
+
 Tensor embedding(const Tensor& W, const Tensor& ids) {
   auto [V, D] = W.dims<2>("embedding: W");
   Shape out_shape = ids.shape();
@@ -132,6 +161,8 @@ Tensor embedding(const Tensor& W, const Tensor& ids) {
       kernels::scatter_add_rows(ids.ids(), dy.data(), ids.numel(), D, dW.data_mut());
       return std::vector<Tensor>{dW};
     });
+  if (const LowRank* lr = low_rank_of(W))  // + Σ scale·B[ids]·A: row id of W + scale·B·A
+    for (const LowRankTerm& t : lr->terms) y = y + scale(times(embedding(t.B, ids), t.A), t.scale);
   return y;
 }
 

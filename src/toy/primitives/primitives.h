@@ -61,6 +61,8 @@ Tensor with_low_rank(const Tensor& W, LowRank lr);
 Tensor dropout(const Tensor& x, float p, uint64_t seed);
 
 // Rows of an embedding table. W: [V, D] (any dtype), ids: I32 [...] -> [..., D]
+// With low-rank terms on W, row id of W + Σ scale·B·A: W[id] + Σ scale·B[id]·A (B: [V, r], A: [r, D];
+// no dropout), without forming B·A: warm-start's donor table B seen through its lens A.
 Tensor embedding(const Tensor& W, const Tensor& ids);
 
 // --- normalisation ----------------------------------------------------------------------

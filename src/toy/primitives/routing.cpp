@@ -11,6 +11,10 @@
 
 namespace toy {
 
+namespace {
+constexpr float kRenormFloor = 6.103515625e-5f;  // ggml clamps the sum of the top k to 2⁻¹⁴
+}  // namespace
+
 Tensor softmax(const Tensor& x) {
   if (x.dim() < 1 || x.size(-1) == 0) throw ShapeError("softmax: x " + to_string(x.shape()));
   const int64_t C = x.size(-1), R = x.numel() / C;
@@ -56,18 +60,29 @@ MoeRoute moe_route(const Tensor& logits, int64_t k) {
   return {.weight = weight, .expert = expert};
 }
 
+// w_j = p_j / s with s = max(Σ_i p_i, ε) over the k chosen; dp_j = (dw_j − Σ_i dw_i·w_i) / s, or
+// dw_j / ε where ε clamps (s is a constant there).
 MoeRoute moe_route_renormalized(const Tensor& logits, int64_t k) {
-  if (needs_grad({&logits})) throw std::logic_error("moe_route_renormalized: no gradient yet (inference only)");
   MoeRoute r = moe_route(logits, k);
   const int64_t N = r.weight.size(0);
-  Tensor w = r.weight.clone();  // [N, k]
-  float* p = w.data_mut();
+  Tensor sums = Tensor::empty({N}), w = Tensor::empty({N, k});  // s per row; w [N, k]
   for (int64_t n = 0; n < N; ++n) {
     float sum = 0;
-    for (int64_t j = 0; j < k; ++j) sum += p[n * k + j];
-    const float s = std::max(sum, 6.103515625e-5f);
-    for (int64_t j = 0; j < k; ++j) p[n * k + j] /= s;
+    for (int64_t j = 0; j < k; ++j) sum += r.weight.data()[n * k + j];
+    sums.data_mut()[n] = std::max(sum, kRenormFloor);
+    for (int64_t j = 0; j < k; ++j) w.data_mut()[n * k + j] = r.weight.data()[n * k + j] / sums.data()[n];
   }
+  if (needs_grad({&r.weight}))
+    record(w, "moe_route_renormalized", {r.weight}, [w = w.detach(), sums, N, k](const Tensor& dw) {
+      Tensor dp = Tensor::empty({N, k}), dw_w = Tensor::empty({N});
+      kernels::row_dots(dw.data(), w.data(), N, k, dw_w.data_mut());
+      for (int64_t n = 0; n < N; ++n) {
+        const bool clamped = sums.data()[n] == kRenormFloor;
+        for (int64_t j = 0; j < k; ++j)
+          dp.data_mut()[n * k + j] = (dw.data()[n * k + j] - (clamped ? 0.0f : dw_w.data()[n])) / sums.data()[n];
+      }
+      return std::vector<Tensor>{dp};
+    });
   return {.weight = w, .expert = r.expert};
 }
 

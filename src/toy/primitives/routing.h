@@ -24,7 +24,7 @@ struct MoeRoute {
 // The k weights of a token therefore sum to less than 1.  logits: [N, E]
 MoeRoute moe_route(const Tensor& logits, int64_t k);
 // The same with each token's k weights divided by their sum, clamped below at 2⁻¹⁴ (Qwen3-Next,
-// llama.cpp `norm_w = true`). Forward only so far: logits that require a gradient are refused.
+// llama.cpp `norm_w = true`), with the gradient through the division.
 MoeRoute moe_route_renormalized(const Tensor& logits, int64_t k);
 
 }  // namespace toy

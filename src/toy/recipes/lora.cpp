@@ -59,45 +59,56 @@ LoraAdapter new_adapter(Model& m, const TrainRunConfig& c) {
   return a;
 }
 
-// The adapter of --init-adapter, copied into owned F32 tensors (the file's may be F16 or mapped).
-LoraAdapter initial_adapter(const std::string& path) {
-  if (!fs::exists(path)) throw DataError("--init-adapter " + path + ": no such file");
+// The adapter of a file (--init-adapter, or the checkpoint resumed from), copied into owned F32
+// tensors (the file's may be F16 or mapped).
+LoraAdapter adapter_from_file(const std::string& path, const std::string& what) {
+  if (!fs::exists(path)) throw DataError(what + " " + path + ": no such file");
   LoraAdapter a = read_lora(path);
   for (auto& [name, p] : a.pairs) p = {p.A.clone(), p.B.clone()};
   a.file.reset();
   return a;
 }
 
-// Writes adapters/step-N.gguf (and its optimizer state, for a later resume) at the Checkpointer's
-// steps, adapters/final.gguf at the last; advances the dropout masks' step.
+// Writes adapters/step-N.gguf (after its optimizer state, for a later resume; the previous
+// checkpoint's state is dropped) at the Checkpointer's steps, adapters/final.gguf at the last;
+// advances the dropout masks' step.
 class AdapterCheckpointer : public Observer {
  public:
   explicit AdapterCheckpointer(std::shared_ptr<LoraRun> run) : run_(std::move(run)) {}
   void on_start(Trainer& t) override {
     std::error_code ec;
-    fs::remove(fs::path(t.run_dir()) / "weights", ec);  // empty: a LoRA run writes adapters only
-    fs::create_directories(fs::path(t.run_dir()) / "adapters");
+    fs::remove(fs::path(t.run_dir()) / kWeightsDir, ec);  // empty: a LoRA run writes adapters only
+    fs::create_directories(fs::path(t.run_dir()) / kAdaptersDir);
+    last_ = t.start();
   }
   void at(Trainer& t, int64_t s) override {
-    run_->dropout->step = s;
     const TrainRunConfig& c = t.config();
     if (s <= t.start() || (s != t.end() && (c.checkpoint_every == 0 || s % c.checkpoint_every != 0))) return;
-    const fs::path dir = fs::path(t.run_dir()) / "adapters";
-    const Checkpoint k{s, (dir / ("step-" + std::to_string(s) + ".gguf")).string(),
-                       (dir / ("step-" + std::to_string(s) + ".optim.gguf")).string()};
+    const std::string& run_dir = t.run_dir();
+    const Checkpoint k{s, checkpoint_model_path(run_dir, s, kAdaptersDir),
+                       checkpoint_optimizer_path(run_dir, s, kAdaptersDir)};
     write_optimizer_gguf(
         t.engine().optimizer(), k.optimizer,
         {{"toy.train.step", gguf::Value::of_u64(uint64_t(s))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}});
     write_lora(run_->adapter, k.model);
-    if (s == c.steps) {
-      const fs::path fin = dir / "final.gguf";
-      std::error_code ec;
-      fs::remove(fin, ec);
-      fs::create_hard_link(k.model, fin, ec);
-      if (ec) fs::copy_file(k.model, fin, fs::copy_options::overwrite_existing);
-    }
+    std::error_code ec;
+    if (last_ > 0 && last_ != s) fs::remove(checkpoint_optimizer_path(run_dir, last_, kAdaptersDir), ec);
+    last_ = s;
+    if (s == c.steps) link_final(run_dir, k.model, kAdaptersDir);
     t.report(CheckpointReport{k});
   }
+
+ private:
+  std::shared_ptr<LoraRun> run_;
+  int64_t last_ = 0;  // the previous checkpoint's step (0: none)
+};
+
+// Gives the dropout masks the step in flight, on every rank (each draws its masks itself).
+class DropoutStep : public Observer {
+ public:
+  explicit DropoutStep(std::shared_ptr<LoraRun> run) : run_(std::move(run)) {}
+  void at(Trainer&, int64_t s) override { run_->dropout->step = s; }
+  bool on_every_rank() const override { return true; }
 
  private:
   std::shared_ptr<LoraRun> run_;
@@ -106,7 +117,6 @@ class AdapterCheckpointer : public Observer {
 }  // namespace
 
 RunResult train_lora(const TrainRunConfig& c0, const RunOutput& io, const std::string& resume_dir) {
-  if (!resume_dir.empty()) throw ConfigError("resuming a lora run is not supported yet: start a new run");
   TrainRunConfig c = c0;
   validate(c);
   if (!fs::exists(c.base)) throw DataError("--base " + c.base + ": no such file");
@@ -116,12 +126,19 @@ RunResult train_lora(const TrainRunConfig& c0, const RunOutput& io, const std::s
   auto run = std::make_shared<LoraRun>();
   run->dropout->p = c.dropout;
   run->dropout->seed = c.seed;
+  // The base with the run's adapter attached: a new one, --init-adapter's, or a checkpoint's.
+  auto adapted_base = [&](const std::function<LoraAdapter(Model&)>& adapter) {
+    std::unique_ptr<Model> m = load_model(base);
+    run->adapter = adapter(*m);
+    apply_loras(*m, {{std::shared_ptr<const LoraAdapter>(run, &run->adapter), 1.0f}}, run->dropout);
+    return m;
+  };
   Recipe recipe{.new_model =
                     [&](const TrainRunConfig&, int64_t) {
-                      std::unique_ptr<Model> m = load_model(base);
-                      run->adapter = c.init_adapter.empty() ? new_adapter(*m, c) : initial_adapter(c.init_adapter);
-                      apply_loras(*m, {{std::shared_ptr<const LoraAdapter>(run, &run->adapter), 1.0f}}, run->dropout);
-                      return m;
+                      return adapted_base([&](Model& m) {
+                        return c.init_adapter.empty() ? new_adapter(m, c)
+                                                      : adapter_from_file(c.init_adapter, "--init-adapter");
+                      });
                     },
                 .trainable =
                     [&](Model&) {
@@ -134,13 +151,19 @@ RunResult train_lora(const TrainRunConfig& c0, const RunOutput& io, const std::s
                       }
                       return params;
                     },
-                .data = load_any_training_data};
-  Trainer trainer(c, io, "", recipe);
+                .data = load_any_training_data,
+                .checkpoint_dir = kAdaptersDir,
+                .resume_model =
+                    [&](const Checkpoint& k) {
+                      return adapted_base([&](Model&) { return adapter_from_file(k.model, "checkpoint"); });
+                    }};
+  Trainer trainer(c, io, resume_dir, recipe);
   trainer.add_observer(console_observer());
   trainer.add_observer(event_file_observer());
   trainer.add_observer(loss_plot_observer());
   trainer.add_observer(evaluator());
   trainer.add_observer(std::make_unique<AdapterCheckpointer>(run));
+  trainer.add_observer(std::make_unique<DropoutStep>(run));
   return trainer.run();
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
@@ -38,16 +39,21 @@ double evaluate(const TrainEngine& e, const std::vector<Batch>& batches) {
 // Writes checkpoint `step` of a run: the optimizer state first, then the model (a checkpoint
 // counts for --resume once both exist); drops the optimizer state of the previous checkpoint;
 // links weights/final.gguf to the last one.
-// A model file in --save-dtype other than F32 does not hold the exact weights: the optimizer
-// state then carries them, so --resume continues bit for bit.
+// When the model file does not hold the exact trained tensors (a --save-dtype other than F32, or
+// tensors that are not the model's own: warm-start's lens, folded into token_embd), the optimizer
+// state carries them, so --resume continues bit for bit.
 Checkpoint write_checkpoint(Trainer& t, int64_t step, int64_t prev_step, bool final) {
   const TrainRunConfig& c = t.config();
   const std::string& run_dir = t.run_dir();
   const Checkpoint k{step, checkpoint_model_path(run_dir, step), checkpoint_optimizer_path(run_dir, step)};
+  std::set<std::string> in_model;
+  t.engine().model().for_each_param([&](Tensor& p) { in_model.insert(p.name()); });
+  bool exact = gguf::file_type(c.save_dtype)->base == DType::F32;
+  for (const Tensor& p : t.engine().params()) exact = exact && in_model.count(p.name());
   write_optimizer_gguf(
       t.engine().optimizer(), k.optimizer,
       {{"toy.train.step", gguf::Value::of_u64(uint64_t(step))}, {"toy.train.seed", gguf::Value::of_u64(c.seed)}},
-      /*weights=*/gguf::file_type(c.save_dtype)->base != DType::F32);
+      /*weights=*/!exact);
   write_model_gguf(t.engine().model(), t.tokenizer(), k.model, t.model_name(),
                    {.file_type = c.save_dtype, .metadata = t.lineage()});
   std::error_code ec;
@@ -112,11 +118,15 @@ class Console : public Observer {
                  (long long)e.steps_run, (long long)tokens, Progress::duration(e.seconds).c_str(),
                  double(tokens) / e.seconds, e.loss,
                  e.eval_loss >= 0 ? (", eval " + std::to_string(e.eval_loss)).c_str() : "", t.run_dir().c_str());
+    if (const ProcessGroup& w = t.world(); w.size() > 1 && e.steps_run > 0)  // docs/distributed.md: the volume
+      std::fprintf(t.io().err, "%d processes: rank 0 sent %.3f MB a step to the others (%lld bytes in %lld steps)\n",
+                   w.size(), double(w.bytes_sent()) / double(e.steps_run) / 1e6, (long long)w.bytes_sent(),
+                   (long long)e.steps_run);
     if (e.reason == EndReason::Interrupted && e.step == 0)
       std::fprintf(t.io().err, "no step finished: nothing to resume (%s has no checkpoint)\n", t.run_dir().c_str());
     else if (e.reason == EndReason::Interrupted)
-      std::fprintf(t.io().err, "checkpoint weights/step-%lld.gguf; continue with: toy train --resume %s\n",
-                   (long long)e.step, t.run_dir().c_str());
+      std::fprintf(t.io().err, "checkpoint %s/step-%lld.gguf; continue with: toy train --resume %s\n",
+                   t.checkpoint_dir(), (long long)e.step, t.run_dir().c_str());
   }
 
  private:
@@ -147,6 +157,8 @@ class EventFile : public Observer {
                       {"run_id", fs::path(t.run_dir()).filename().string()},
                       {"phase", c.recipe}};
     e.update(provenance());
+    e["world_size"] = t.world().size();  // processes training together (mpirun -np)
+    e["hosts"] = t.world().hosts();      // their host names, by rank
     e["model"] = {{"arch", mc.arch},       {"name", t.model_name()}, {"vocab", mc.n_vocab},
                   {"d_model", mc.d_model}, {"n_layers", mc.n_layer}, {"n_heads", mc.n_head},
                   {"n_kv", mc.n_kv_head},  {"d_head", mc.d_head},    {"d_ff", mc.d_ff}};
@@ -192,7 +204,8 @@ class EventFile : public Observer {
       end["eval_loss"] = e.eval_loss >= 0 ? ordered_json(e.eval_loss) : ordered_json(nullptr);
       end["wall_us"] = micros(e.seconds);
       end["tokens_per_s"] = double(tokens) / e.seconds;
-      end["checkpoint"] = fs::relative(checkpoint_model_path(t.run_dir(), e.step), t.run_dir()).string();
+      end["checkpoint"] =
+          fs::relative(checkpoint_model_path(t.run_dir(), e.step, t.checkpoint_dir()), t.run_dir()).string();
     }
     log_.emit("run_end", end);
   }

@@ -29,7 +29,7 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("corpus", c.corpus), f("tokenizer", c.tokenizer), f("data-ids", c.data_ids), f("eval-ids", c.eval_ids);
   f("data", c.data), f("mask-prompt", c.mask_prompt);
   f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
-  f("alpha", c.alpha), f("dropout", c.dropout);
+  f("alpha", c.alpha), f("dropout", c.dropout), f("donor", c.donor), f("train-embd", c.train_embd);
   f("init-weights", c.init_weights), f("eval-fraction", c.eval_fraction), f("eval-batches", c.eval_batches);
   f("context", c.context), f("batch", c.batch), f("grad-accum", c.grad_accum), f("steps", c.steps), f("lr", c.lr),
       f("schedule", c.schedule);
@@ -216,6 +216,11 @@ void validate(const TrainRunConfig& c) {
     need(c.dropout >= 0 && c.dropout < 1, "--dropout must be in [0, 1)");
     need(!c.targets.empty() || !c.init_adapter.empty(), "--targets is empty");
   }
+  need(c.donor.empty() == (c.recipe != "warm-start"),
+       c.donor.empty() ? "the warm-start recipe needs --donor MODEL.gguf" : "--donor is for the warm-start recipe");
+  need(!c.train_embd || c.recipe == "warm-start", "--train-embd is for the warm-start recipe");
+  need(c.recipe != "warm-start" || c.init_weights.empty(),
+       "--init-weights is for full training; warm-start makes a new model around --donor's embedding");
   need(c.run_id.empty() || is_single_path_component(c.run_id),
        "--run-id must be one directory name inside --runs-dir: not '.' or '..', no '/', '\\' or control "
        "characters, at most 255 bytes");

@@ -47,6 +47,9 @@ struct TrainRunConfig {
   int64_t rank = 8;                                          // r
   float alpha = 16.0f;                                       // W + (alpha/r)·B·A
   float dropout = 0.0f;                                      // on the adapter's input, while training
+  // Warm-start (recipe "warm-start"): the donor's token embedding through a learned lens (recipes/warm_start.h).
+  std::string donor;        // the model whose token embedding (any dtype) and tokenizer the new model takes over
+  bool train_embd = false;  // token_embd = W + c·E·lens with W trained too (from zero); false: W = 0, frozen
   // Optimisation.
   int64_t context = 128;   // T
   int64_t batch = 16;      // B: sequences per micro-batch

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "toy/engines/events.h"
 #include "toy/engines/train_data.h"
@@ -171,24 +173,52 @@ int64_t Trainer::n_params() const {
 }
 
 Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string& resume_dir, const Recipe& recipe)
-    : c_(c), io_(io), resuming_(!resume_dir.empty()), run_dir_(resume_dir) {
+    : c_(c),
+      io_(io),
+      group_(io.world ? *io.world : one_process()),
+      resuming_(!resume_dir.empty()),
+      run_dir_(resume_dir),
+      checkpoint_dir_(recipe.checkpoint_dir) {
   validate(c_);
-  if (c_.threads > 0) kernels::set_num_threads(c_.threads);
-  if (resuming_) {
+  if (c_.grad_accum % group_.size() != 0)
+    throw ConfigError("--grad-accum " + std::to_string(c_.grad_accum) + " does not split over " +
+                      std::to_string(group_.size()) + " processes: each trains whole micro-batches, give a multiple (" +
+                      std::to_string(group_.size()) + ", " + std::to_string(2 * group_.size()) + ", ...)");
+  if (c_.threads > 0)
+    kernels::set_num_threads(c_.threads);
+  else if (group_.local_size() > 1 && !std::getenv("TOY_THREADS"))  // ranks sharing a host share its cores
+    kernels::set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / group_.local_size()));
+  const bool writer = group_.rank() == 0;  // the other ranks of an mpirun job write nothing
+  if (resuming_ && writer) {
     lock_ = BundleLock(run_dir_);  // before reading what another process could be writing
     resume_from_checkpoint();
-    if (sealed_) return;
-  } else {
+    group_.broadcast(sealed_ ? -1 : ckpt_->step);  // the checkpoint the other ranks load
+  } else if (resuming_) {
+    follow_resume(group_.broadcast(0));  // after rank 0 has repaired the bundle
+  } else if (writer) {
     if (c_.run_id.empty()) c_.run_id = new_run_id(c_.recipe);
     run_dir_ = (fs::path(c_.runs_dir) / c_.run_id).string();
     if (fs::exists(run_dir_)) throw run_dir_exists(run_dir_);  // early: before the data is loaded
   }
+  if (sealed_) return;
   load_model_and_data(recipe);
-  if (!resuming_) open_new_bundle();  // only now: a run that fails to set up leaves no directory
-  write_file_atomic((fs::path(run_dir_) / "config.json").string(), to_json(c_).dump(2) + "\n");
+  if (writer) {
+    if (!resuming_) open_new_bundle();  // only now: a run that fails to set up leaves no directory
+    write_file_atomic((fs::path(run_dir_) / "config.json").string(), to_json(c_).dump(2) + "\n");
+  }
   start_ = ckpt_ ? ckpt_->step : 0;
   end_ = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
   result_ = {.run_dir = run_dir_, .steps_done = start_};
+}
+
+// A rank other than 0 resumes from rank 0's checkpoint `step` (−1: rank 0 only sealed the run).
+void Trainer::follow_resume(int64_t step) {
+  if (step < 0) {
+    sealed_ = true;
+    return;
+  }
+  ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step, checkpoint_dir_),
+                     checkpoint_optimizer_path(run_dir_, step, checkpoint_dir_)};
 }
 
 // The newest complete checkpoint; a dead run's temporaries and torn last event are removed.
@@ -197,10 +227,12 @@ void Trainer::resume_from_checkpoint() {
   if (const size_t torn = repair_event_log(events_path()))
     std::fprintf(io_.err, "%s: removed a torn last line (%zu bytes) left by a killed run\n", events_path().c_str(),
                  torn);
-  ckpt_ = latest_resumable_checkpoint(run_dir_);
+  ckpt_ = latest_resumable_checkpoint(run_dir_, checkpoint_dir_);
   if (!ckpt_)
-    throw DataError(run_dir_ + ": no checkpoint to resume from (weights/step-N.gguf with its step-N.optim.gguf)");
-  const bool unsealed = !fs::exists(fs::path(run_dir_) / "weights" / "final.gguf") || !ends_with_run_end(events_path());
+    throw DataError(run_dir_ + ": no checkpoint to resume from (" + checkpoint_dir_ +
+                    "/step-N.gguf with its step-N.optim.gguf)");
+  const bool unsealed =
+      !fs::exists(fs::path(run_dir_) / checkpoint_dir_ / "final.gguf") || !ends_with_run_end(events_path());
   if (ckpt_->step == c_.steps && unsealed) return seal();
   if (ckpt_->step >= c_.steps)
     throw ConfigError(run_dir_ + " already has " + std::to_string(ckpt_->step) +
@@ -213,7 +245,7 @@ void Trainer::resume_from_checkpoint() {
 // A run killed after its last checkpoint but before final.gguf and run_end: finish those.
 void Trainer::seal() {
   sealed_ = true;
-  link_final(run_dir_, ckpt_->model);
+  link_final(run_dir_, ckpt_->model, checkpoint_dir_);
   const double loss = logged_loss(events_path(), ckpt_->step);
   EventLog(events_path())
       .emit("run_end", {{"ended_at", utc_timestamp()},
@@ -223,8 +255,8 @@ void Trainer::seal() {
                         {"exit_code", exit_code(EndReason::Completed)},
                         {"sealed", true},
                         {"checkpoint", fs::relative(ckpt_->model, run_dir_).string()}});
-  std::fprintf(io_.err, "%s had reached step %lld: sealed it (weights/final.gguf, run_end)\n", run_dir_.c_str(),
-               (long long)ckpt_->step);
+  std::fprintf(io_.err, "%s had reached step %lld: sealed it (%s/final.gguf, run_end)\n", run_dir_.c_str(),
+               (long long)ckpt_->step, checkpoint_dir_);
   result_ = {.run_dir = run_dir_, .steps_done = ckpt_->step, .last_loss = loss, .completed = true};
 }
 
@@ -249,7 +281,7 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
   }
 
   if (ckpt_)
-    model_ = load_model(gguf::GgufFile::open(ckpt_->model));
+    model_ = recipe.resume_model ? recipe.resume_model(*ckpt_) : load_model(gguf::GgufFile::open(ckpt_->model));
   else if (init_file)
     model_ = load_model(init_file);
   else
@@ -273,6 +305,7 @@ void Trainer::load_model_and_data(const Recipe& recipe) {
                  .clip = c_.clip,
                  .grad_accum = c_.grad_accum};
   engine_ = std::make_unique<TrainEngine>(*model_, tc, recipe.trainable(*model_));
+  engine_->distribute(group_);
   if (ckpt_) {
     engine_->optimizer().load(*gguf::GgufFile::open(ckpt_->optimizer));
     if (engine_->steps() != ckpt_->step)
@@ -317,7 +350,7 @@ RunResult Trainer::run() {
   double last_loss = NAN;
   bool interrupted = false;
   for (int64_t s = start_;; ++s) {
-    if (io_.stop && io_.stop->load() && s < end_) end_ = s, interrupted = true;
+    if (group_.any(io_.stop && io_.stop->load()) && s < end_) end_ = s, interrupted = true;  // all ranks, same step
     for (auto& o : observers_) o->at(*this, s);
     if (s >= end_) break;
 

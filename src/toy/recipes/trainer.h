@@ -16,6 +16,10 @@
 // Everything that decides the numbers (settings, data, seed) is in config.json, and every batch
 // is a pure function of the step, so the same command gives the same losses and checkpoint
 // bytes, and a run resumed from step-N continues exactly as if never stopped.
+//
+// Over MPI (RunOutput::world, engines/distributed.h) every rank runs this same loop on the same
+// batches and gets the same updates; rank 0 alone opens the bundle and has the observers (only
+// those that keep state every rank needs, Observer::on_every_rank, run on the others).
 // Not here: the settings (run_config.h), the training step (engines/train.h), the files of a
 // bundle (engines/run_bundle.h, engines/events.h), what is reported (observers.h).
 #pragma once
@@ -46,6 +50,8 @@ struct RunOutput {
   bool progress = false;    // a progress bar on `err` (the CLI: when it is a terminal)
   // Set (by a SIGINT/SIGTERM handler) to end the run after the step in flight, with a checkpoint.
   const std::atomic<bool>* stop = nullptr;
+  // The processes training together (mpirun); null: this one alone.
+  ProcessGroup* world = nullptr;
 };
 
 struct RunResult {
@@ -76,6 +82,10 @@ struct Recipe {
   // The batches and held-out data.
   std::function<TrainingData(const TrainRunConfig&, const Tokenizer*, int64_t n_vocab, std::FILE* err)> data =
       load_training_data;
+  // The bundle directory of the checkpoints (run_bundle.h): weights/, or adapters/ for a LoRA run.
+  const char* checkpoint_dir = kWeightsDir;
+  // The model of the checkpoint a run resumes from (null: the checkpoint file, loaded).
+  std::function<std::unique_ptr<Model>(const Checkpoint&)> resume_model = nullptr;
 };
 
 // What observers are told.
@@ -118,6 +128,9 @@ class Observer {
   virtual void on_eval(Trainer&, const EvalReport&) {}
   virtual void on_checkpoint(Trainer&, const CheckpointReport&) {}
   virtual void on_end(Trainer&, const EndReport&) {}
+  // True for an observer whose state every rank of a distributed run needs (not one that writes
+  // or prints: those run on rank 0 only).
+  virtual bool on_every_rank() const { return false; }
 };
 
 class Trainer {
@@ -131,7 +144,10 @@ class Trainer {
   // gguf::GgufError or TokenizerError (bad input files) and std::runtime_error (I/O).
   Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string& resume_dir, const Recipe& recipe);
 
-  void add_observer(std::unique_ptr<Observer> o) { observers_.push_back(std::move(o)); }
+  // On a rank other than 0, only an observer on_every_rank() is kept.
+  void add_observer(std::unique_ptr<Observer> o) {
+    if (group_.rank() == 0 || o->on_every_rank()) observers_.push_back(std::move(o));
+  }
   // The loop. Throws std::runtime_error when the loss diverges (after telling the observers).
   RunResult run();
 
@@ -141,8 +157,10 @@ class Trainer {
 
   const TrainRunConfig& config() const { return c_; }
   const RunOutput& io() const { return io_; }
+  ProcessGroup& world() const { return group_; }
   const std::string& run_dir() const { return run_dir_; }
   std::string events_path() const;
+  const char* checkpoint_dir() const { return checkpoint_dir_; }  // Recipe::checkpoint_dir
   bool resuming() const { return resuming_; }
   int64_t start() const { return start_; }  // first step of this invocation (the checkpoint resumed from)
   int64_t end() const { return end_; }      // the step this invocation ends at
@@ -160,12 +178,15 @@ class Trainer {
   void resume_from_checkpoint();
   void load_model_and_data(const Recipe& recipe);
   void seal();
+  void follow_resume(int64_t step);
   void finish(EndReport e);
 
   TrainRunConfig c_;
   RunOutput io_;
+  ProcessGroup& group_;
   bool resuming_ = false;
   std::string run_dir_;
+  const char* checkpoint_dir_ = kWeightsDir;
   BundleLock lock_;
   std::optional<Checkpoint> ckpt_;  // resumed from
   bool sealed_ = false;             // this invocation only sealed a finished run

@@ -65,6 +65,7 @@ Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::ve
       history_(std::move(prompt)) {
   r_.prompt_tokens = int64_t(history_.size());
   r_.finish_reason = "length";
+  if (s_.grammar) grammar_.emplace(*s_.grammar);
 }
 
 const std::vector<TokenLogprob>& Completion::prefill() {
@@ -106,16 +107,46 @@ void Completion::end(const char* finish_reason) {
   done_ = true;
 }
 
+bool Completion::constrain(std::vector<float>& z) {
+  const std::vector<int32_t>& ends = grammar_->trie().end_tokens();
+  std::vector<float> end_logits;  // the end-of-generation tokens' logits, kept where the grammar may end
+  for (int32_t id : ends) end_logits.push_back(size_t(id) < z.size() ? z[size_t(id)] : 0.0f);
+  grammar_->allowed(allowed_);
+  bool any = false;
+  for (size_t id = 0; id < z.size(); ++id) {
+    const bool ok = id < allowed_.size() && allowed_[id];
+    if (!ok) z[id] = -std::numeric_limits<float>::infinity();
+    any = any || ok;
+  }
+  if (grammar_->can_end() && !s_.ignore_eos)
+    for (size_t i = 0; i < ends.size(); ++i)
+      if (size_t(ends[i]) < z.size()) {
+        z[size_t(ends[i])] = end_logits[i];
+        any = true;
+      }
+  return any;
+}
+
 Delta Completion::step() {
+  Delta d;
   int32_t next;
-  if (!s_.logit_bias.empty() || s_.presence_penalty != 0 || s_.frequency_penalty != 0) {
+  if (grammar_) {
+    std::vector<float> z = logits_;
+    adjust(z, s_, counts_);
+    if (grammar_->finished() || !constrain(z)) {  // nothing may follow: the answer is whole
+      end("stop");
+      return d;
+    }
+    next = sampler_.sample(z, history_);
+    // The sampler's last candidate can be reached through rounding; never one the grammar refuses.
+    if (std::isinf(z[size_t(next)])) next = argmax(z);
+  } else if (!s_.logit_bias.empty() || s_.presence_penalty != 0 || s_.frequency_penalty != 0) {
     std::vector<float> z = logits_;
     adjust(z, s_, counts_);
     next = sampler_.sample(z, history_);
   } else {
     next = sampler_.sample(logits_, history_);
   }
-  Delta d;
   if (!s_.ignore_eos && tokenizer_.is_eog(next)) {
     end("stop");
     return d;
@@ -123,6 +154,8 @@ Delta Completion::step() {
   ++r_.completion_tokens;
   history_.push_back(next);
   ++counts_[next];
+  if (grammar_ && !grammar_->accept(grammar_->trie().text(next)))
+    throw std::logic_error("sampled token " + std::to_string(next) + " is outside the grammar");
   const size_t begin = text_.size();
   d.text = text_.push(tokenizer_.piece(next));
   if (s_.logprobs >= 0) {

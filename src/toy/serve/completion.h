@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -17,7 +19,9 @@
 #include <vector>
 
 #include "toy/engines/decode.h"
+#include "toy/engines/grammar.h"
 #include "toy/serve/text_stream.h"
+#include "toy/serve/tool_calls.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::serve {
@@ -35,6 +39,10 @@ struct GenerationSettings {
   // cache_prompt). The logits are the same bits either way: each position's rows depend only on
   // the tokens up to it, not on how they were batched.
   bool cache_prompt = true;
+  // Constrained decoding: only tokens that keep the answer a prefix of a sentence of this grammar
+  // are sampled, and an end-of-generation token only once it is a whole sentence. A matcher at
+  // the grammar's start: each generation copies it, so a request's choices share its tables.
+  std::shared_ptr<const GrammarMatcher> grammar;
 };
 
 struct TokenLogprob {
@@ -55,8 +63,9 @@ struct CompletionResult {
   std::vector<TokenLogprob> prompt;  // logprobs of the prompt's tokens (when asked)
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV rows were reused, not fed (cache_prompt)
-  std::string finish_reason;  // "stop" (end of text or a stop string) or "length"
-  bool cancelled = false;     // ended early: the client went away
+  std::string finish_reason;  // "stop" (end of text or a stop string), "length", or "tool_calls" (set by the caller)
+  std::vector<ToolCall> tool_calls;  // chat with tools: the calls parsed out of the text (then not in `text`)
+  bool cancelled = false;            // ended early: the client went away
   double prompt_seconds = 0, generate_seconds = 0;
 };
 
@@ -90,6 +99,8 @@ class Completion {
  private:
   void end(const char* finish_reason);
   void take_tokens(Delta& d);
+  // Sets the logits of the tokens the grammar does not allow to -inf; false when none is allowed.
+  bool constrain(std::vector<float>& z);
 
   DecodeEngine& engine_;
   const Tokenizer& tokenizer_;
@@ -105,6 +116,8 @@ class Completion {
   CompletionResult r_;
   int32_t next_ = -1;
   bool done_ = false;
+  std::optional<GrammarMatcher> grammar_;  // with a grammar: where the answer is in it
+  std::vector<uint8_t> allowed_;           // [n_vocab], the grammar's mask of this step
 };
 
 }  // namespace toy::serve

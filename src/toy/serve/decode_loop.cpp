@@ -120,14 +120,29 @@ void DecodeLoop::loop() {
     }
     lk.unlock();
 
-    // 2. Feed all their tokens as one batch (while the HTTP threads send the text).
+    // 2. Feed all their tokens as one batch per model (while the HTTP threads send the text):
+    // Runs with other LoRA scales run another model (adapters.h).
     std::string error;
+    uint64_t batches = 0;
     try {
-      if (!going.empty()) {
-        const Tensor logits = DecodeEngine::feed_batch(engines, ids);  // [B, V]
+      std::vector<bool> fed(going.size(), false);
+      for (size_t first = 0; first < going.size(); ++first) {
+        if (fed[first]) continue;
+        std::vector<size_t> batch;  // the Runs on the model of Run `first`
+        for (size_t b = first; b < going.size(); ++b)
+          if (!fed[b] && &engines[b]->model() == &engines[first]->model()) batch.push_back(b);
+        std::vector<DecodeEngine*> batch_engines;
+        std::vector<int32_t> batch_ids;
+        for (size_t b : batch) {
+          batch_engines.push_back(engines[b]);
+          batch_ids.push_back(ids[b]);
+          fed[b] = true;
+        }
+        const Tensor logits = DecodeEngine::feed_batch(batch_engines, batch_ids);  // [B, V]
         const size_t V = size_t(logits.size(1));
-        for (size_t b = 0; b < going.size(); ++b)
-          going[b]->completion_.set_logits(std::span<const float>(logits.data() + b * V, V));
+        for (size_t i = 0; i < batch.size(); ++i)
+          going[batch[i]]->completion_.set_logits(std::span<const float>(logits.data() + i * V, V));
+        ++batches;
       }
     } catch (const std::exception& e) {
       error = e.what();
@@ -135,7 +150,7 @@ void DecodeLoop::loop() {
     lk.lock();
     if (!error.empty())
       for (Run* r : going) end(*r, error);
-    if (!going.empty()) stats_ = {.steps = stats_.steps + 1, .tokens = stats_.tokens + going.size()};
+    stats_ = {.steps = stats_.steps + batches, .tokens = stats_.tokens + going.size()};
   }
 }
 

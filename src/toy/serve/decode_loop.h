@@ -6,7 +6,7 @@
 //      logprobs, max_tokens) and the text it releases is handed to the Run's HTTP thread;
 //   2. the new tokens of all Runs that go on are fed through the model as one batch [B, 1]
 //      (DecodeEngine::feed_batch), so each weight matrix is read once per step, not once per
-//      request.
+//      request; Runs with other LoRA scales (another model, adapters.h) form a batch of their own.
 // Batched logits equal single-sequence logits bit for bit, so an answer does not depend on what
 // ran beside it. A Run whose client has not taken its text (kMaxBacklog deltas) sits out steps
 // without holding the others back; a cancelled Run (client gone) ends at the next step. When a

@@ -26,7 +26,10 @@ struct Job {
   CompletionRequest req;
   std::vector<int32_t> prompt;
   GenerationSettings settings;
-  std::string echo_text;  // completions with echo: the prompt as text
+  std::string echo_text;               // completions with echo: the prompt as text
+  bool tools = false;                  // chat with tools that may be called: calls are parsed out of the answers
+  bool forced = false;                 // tool_choice required or named: the answers are calls, under a grammar
+  std::shared_ptr<const Model> model;  // the served model with the request's LoRA scales
 };
 
 // "12 + 40 tokens, 0.31 s" for the log.
@@ -50,7 +53,8 @@ std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
   if (r.endpoint == Endpoint::Chat) {
     std::string text;
     try {
-      text = s.prompter.render(r.messages, r.tools);
+      text = s.prompter.render(r.messages, r.tool_choice.mode == ToolChoice::None ? nlohmann::ordered_json() : r.tools);
+      if (job.forced) text += forced_call_prefix(s.tool_format);
     } catch (const std::exception& e) {  // TemplateError, or anything else the messages provoke: never a 5xx
       throw ApiError(400,
                      "The chat template (" + s.prompter.source().origin + ") cannot render these messages: " + e.what(),
@@ -72,17 +76,29 @@ std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
 
 // What can be checked about a request before it waits for a slot (its JSON, fields, model name);
 // throws ApiError (4xx).
-Job prepare(const Server::Impl& s, const std::string& body, Endpoint endpoint) {
+Job prepare(Server::Impl& s, const std::string& body, Endpoint endpoint) {
   if (s.stopping) throw ApiError(503, "The server is shutting down", "", "shutting_down");
   Job job;
   job.req = parse_request(parse_json_body(body), endpoint);
   const CompletionRequest& r = job.req;
   // `model` selects nothing: one model is loaded, and it answers whatever name the client uses
   // (as llama-server does); answers carry the served model's id.
+  job.tools = !r.tools.is_null() && r.tool_choice.mode != ToolChoice::None;
+  job.forced = job.tools && (r.tool_choice.mode == ToolChoice::Required || r.tool_choice.mode == ToolChoice::Named);
+  if (job.forced) {
+    if (r.grammar)
+      throw bad_request("tool_choice", "a forced tool call cannot be combined with 'grammar' or 'response_format'");
+    try {
+      job.req.grammar = Grammar::parse(tool_call_grammar(s.tool_format, r.tools, r.tool_choice, r.parallel_tool_calls));
+    } catch (const GrammarError& e) {
+      throw ApiError(400, std::string("invalid 'tools': ") + e.what(), "tools", "invalid_json_schema");
+    }
+  }
   for (const auto& [id, bias] : r.logit_bias)
     if (id >= s.tokenizer->n_vocab())
       throw bad_request("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                           std::to_string(s.tokenizer->n_vocab()) + ")");
+  job.model = s.adapters.model(s.adapters.request_scales(r.lora));
   return job;
 }
 
@@ -123,6 +139,7 @@ void prepare_prompt(const Server::Impl& s, Job& job) {
   g.logit_bias = r.logit_bias;
   g.ignore_eos = r.ignore_eos;
   g.cache_prompt = r.cache_prompt;
+  if (r.grammar) g.grammar = std::make_shared<const GrammarMatcher>(r.grammar, s.trie);
 }
 
 // The settings of choice `index` (n > 1): its own seed, seed + index when the request gave one,
@@ -131,6 +148,18 @@ GenerationSettings choice_settings(const Job& job, int index) {
   GenerationSettings g = job.settings;
   g.sampler.seed = job.req.seed ? *job.req.seed + uint64_t(index) : std::random_device{}();
   return g;
+}
+
+// Chat with tools: the calls in the answer's text become its tool_calls (finish_reason
+// "tool_calls"); the text left is the content. Ids are drawn from the request's seed when given.
+void take_tool_calls(const Server::Impl& s, const Job& job, int choice, CompletionResult& r) {
+  if (!job.tools || r.cancelled) return;
+  const uint64_t seed = job.req.seed ? *job.req.seed + uint64_t(choice) : std::random_device{}();
+  ToolAnswer a = parse_tool_calls(r.text, s.tool_format, job.req.tools, seed);
+  if (a.calls.empty()) return;
+  r.text = std::move(a.content);
+  r.tool_calls = std::move(a.calls);
+  r.finish_reason = "tool_calls";
 }
 
 // The answer when no slot can be had: the queue is full, or the server is stopping.
@@ -157,6 +186,7 @@ bool lease_slot(SlotPool& slots, std::optional<SlotPool::Lease>& lease) {
 CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job, int choice, bool stream,
                           const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
                           const std::function<bool(const Delta&)>& on_delta, const std::function<bool()>& alive) {
+  lease.use_model(job.model);
   Completion c(lease.engine(), *s.tokenizer, job.prompt, choice_settings(job, choice));
   const std::vector<TokenLogprob>& prompt_scores = c.prefill();
   if (on_prompt && !on_prompt(prompt_scores)) {
@@ -208,6 +238,7 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
             if (!lease_slot(s.slots, st->lease)) throw no_slot(s);
             const int slot = st->lease->slot();
             st->writer.set_choice(i);
+            ToolCallStream calls(s.tool_format);  // with tools: text that may be a call is held
             // The first chunk carries the role (chat) or the echoed prompt with its logprobs
             // (completions), so it goes out once the prompt is evaluated.
             CompletionResult r = generate(
@@ -215,9 +246,20 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
                 [&](const std::vector<TokenLogprob>& prompt_scores) {
                   return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores)));
                 },
-                [&](const Delta& d) { return ok = write(sse(st->writer.delta(d))); },
+                [&](const Delta& d) {
+                  if (!st->job.tools) return ok = write(sse(st->writer.delta(d)));
+                  Delta content = d;
+                  content.text = calls.push(d.text);
+                  if (content.text.empty() && content.tokens.empty()) return ok;  // all held
+                  return ok = write(sse(st->writer.delta(content)));
+                },
                 [&] { return ok = sink.is_writable(); });
             st->lease.reset();
+            if (st->job.tools && ok && !r.cancelled) {  // the held text: calls, or content after all
+              take_tool_calls(s, st->job, i, r);
+              if (r.tool_calls.empty() && !calls.held().empty()) ok = write(sse(st->writer.delta({calls.held(), {}})));
+              for (const json& chunk : st->writer.tool_calls(r.tool_calls)) ok = ok && write(sse(chunk));
+            }
             ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
             r.cancelled = r.cancelled || !ok;
             s.log(route + " (stream) slot " + std::to_string(slot) + choice_name(st->job, i) + ": " + summary(r));
@@ -275,6 +317,7 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
     CompletionResult r = generate(*this, std::move(*lease), job, i, /*stream=*/false, nullptr, nullptr,
                                   [fd] { return client_alive(fd); });
     lease.reset();
+    take_tool_calls(*this, job, i, r);
     log(http_req.path + " slot " + std::to_string(slot) + choice_name(job, i) + ": " + summary(r));
     metrics.count_completion(r);
     if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket

@@ -86,11 +86,20 @@ namespace {
 // One choice of a complete answer.
 json choice_json(Endpoint endpoint, int index, const CompletionResult& r, const Tokenizer& t, bool logprobs,
                  const std::string* echo) {
-  if (endpoint == Endpoint::Chat)
+  if (endpoint == Endpoint::Chat) {
+    json message = {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}};
+    if (!r.tool_calls.empty()) {
+      if (r.text.empty()) message["content"] = nullptr;
+      message["tool_calls"] = json::array();
+      for (const ToolCall& c : r.tool_calls)
+        message["tool_calls"].push_back(
+            {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
     return {{"index", index},
-            {"message", {{"role", "assistant"}, {"content", r.text}, {"refusal", nullptr}}},
+            {"message", std::move(message)},
             {"logprobs", logprobs ? chat_logprobs(r.tokens, t) : json(nullptr)},
             {"finish_reason", r.finish_reason}};
+  }
   json lp = nullptr;
   if (logprobs) {
     size_t offset = 0;
@@ -166,6 +175,31 @@ json ChunkWriter::delta(const Delta& d) {
                   {"finish_reason", nullptr}});
   json lp = logprobs_ ? completion_logprobs(d.tokens, t_, offset_) : json(nullptr);
   return chunk({{"text", d.text}, {"index", index_}, {"logprobs", lp}, {"finish_reason", nullptr}});
+}
+
+std::vector<json> ChunkWriter::tool_calls(const std::vector<ToolCall>& calls) {
+  constexpr size_t kPiece = 24;  // bytes of arguments per chunk (cut between UTF-8 characters)
+  std::vector<json> out;
+  auto delta = [&](json call) {
+    return chunk({{"index", index_},
+                  {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                  {"logprobs", nullptr},
+                  {"finish_reason", nullptr}});
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    out.push_back(delta({{"index", i},
+                         {"id", calls[i].id},
+                         {"type", "function"},
+                         {"function", {{"name", calls[i].name}, {"arguments", ""}}}}));
+    const std::string& args = calls[i].arguments;
+    for (size_t at = 0; at < args.size();) {
+      size_t end = std::min(args.size(), at + kPiece);
+      while (end < args.size() && (uint8_t(args[end]) & 0xC0) == 0x80) ++end;
+      out.push_back(delta({{"index", i}, {"function", {{"arguments", args.substr(at, end - at)}}}}));
+      at = end;
+    }
+  }
+  return out;
 }
 
 json ChunkWriter::last(const std::string& finish_reason) {

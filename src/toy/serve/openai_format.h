@@ -4,7 +4,7 @@
 //   completion        {"id","object":"text_completion","created","model","choices":[{"text","index",
 //                      "logprobs","finish_reason"}],"usage"}
 //   chat.completion   {"id","object":"chat.completion",...,"choices":[{"index","message":{"role",
-//                      "content"},"logprobs","finish_reason"}],"usage"}
+//                      "content", "tool_calls"?},"logprobs","finish_reason"}],"usage"}
 //   stream chunks     "chat.completion.chunk" with choices[].delta (the first carries the role,
 //                      the last an empty delta and finish_reason) / "text_completion" with text;
 //                      with stream_options.include_usage every chunk has "usage": null and one
@@ -58,6 +58,9 @@ class ChunkWriter {
   json first(const std::string& echo_text,
              const std::vector<TokenLogprob>& echo_tokens);  // role (chat) / echoed prompt
   json delta(const Delta& d);
+  // Chat: the chunks of tool calls as OpenAI streams them: per call, one with its index, id, name
+  // and empty arguments, then the arguments in pieces.
+  std::vector<json> tool_calls(const std::vector<ToolCall>& calls);
   json last(const std::string& finish_reason);
   json usage(const CompletionResult& r);
 

@@ -6,6 +6,8 @@
 #include <limits>
 #include <set>
 
+#include "toy/engines/json_schema.h"
+
 namespace toy::serve {
 namespace {
 
@@ -188,6 +190,25 @@ std::string content_text(const json& content, const std::string& param) {
   return text;
 }
 
+// An assistant turn's tool calls as templates read them: OpenAI sends `arguments` as a JSON
+// string, chat templates write it with `tojson` and expect the object.
+json template_tool_calls(const json& calls, const std::string& param) {
+  if (!calls.is_array()) throw wrong_type(param, "an array", calls);
+  json out = calls;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    if (!out[i].is_object()) throw wrong_type(pp, "an object", out[i]);
+    const json* fn = field(out[i], "function");
+    if (!fn || !fn->is_object()) throw ApiError(400, "'" + pp + ".function' must be an object", pp + ".function");
+    if (!string(*fn, "name")) throw ApiError(400, "'" + pp + ".function.name' is required", pp + ".function.name");
+    if (const auto args = string(*fn, "arguments")) {
+      json parsed = json::parse(*args, nullptr, false);
+      if (parsed.is_object()) out[i]["function"]["arguments"] = std::move(parsed);
+    }
+  }
+  return out;
+}
+
 void parse_messages(const json& body, CompletionRequest& r) {
   const json* m = field(body, "messages");
   if (!m) throw ApiError(400, "'messages' is required", "messages", "missing_field");
@@ -206,6 +227,8 @@ void parse_messages(const json& body, CompletionRequest& r) {
     if (r_ == "developer") r_ = "system";  // OpenAI's newer name for the system role; templates know "system"
     json out = msg;
     out["role"] = r_;
+    if (const json* calls = field(msg, "tool_calls"); calls && r_ == "assistant")
+      out["tool_calls"] = template_tool_calls(*calls, p + ".tool_calls");
     const json* content = field(msg, "content");
     if (content)
       out["content"] = content_text(*content, p + ".content");
@@ -215,9 +238,61 @@ void parse_messages(const json& body, CompletionRequest& r) {
       throw ApiError(400, "'" + p + ".content' is required", p + ".content", "missing_field");
     r.messages.push_back(std::move(out));
   }
+}
+
+// tools, tool_choice, parallel_tool_calls (chat).
+void parse_tools(const json& body, CompletionRequest& r) {
   if (const json* t = field(body, "tools")) {
     if (!t->is_array()) throw wrong_type("tools", "an array", *t);
+    for (size_t i = 0; i < t->size(); ++i) {
+      const json& tool = (*t)[i];
+      const std::string p = "tools[" + std::to_string(i) + "]";
+      if (!tool.is_object()) throw wrong_type(p, "an object", tool);
+      if (string(tool, "type").value_or("function") != "function")
+        throw bad_request(p + ".type", "only \"function\" tools are supported", "unsupported_value");
+      const json* fn = field(tool, "function");
+      if (!fn || !fn->is_object()) throw ApiError(400, "'" + p + ".function' must be an object", p + ".function");
+      const auto name = string(*fn, "name");
+      if (!name || name->empty() || name->size() > 64 ||
+          name->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+              std::string::npos)
+        throw bad_request(p + ".function.name", "must be 1 to 64 letters, digits, '_' or '-'");
+      for (size_t j = 0; j < i; ++j)
+        if ((*t)[j]["function"]["name"] == *name) throw bad_request(p + ".function.name", "is declared twice");
+      string(*fn, "description");
+      if (const json* params = field(*fn, "parameters"); params && !params->is_object())
+        throw wrong_type(p + ".function.parameters", "an object (a JSON Schema)", *params);
+    }
     if (!t->empty()) r.tools = *t;
+  }
+  r.parallel_tool_calls = boolean(body, "parallel_tool_calls").value_or(true);
+  const json* c = field(body, "tool_choice");
+  if (!c) return;
+  if (c->is_string()) {
+    const std::string mode = c->get<std::string>();
+    if (mode == "none")
+      r.tool_choice.mode = ToolChoice::None;
+    else if (mode == "auto")
+      r.tool_choice.mode = ToolChoice::Auto;
+    else if (mode == "required")
+      r.tool_choice.mode = ToolChoice::Required;
+    else
+      throw bad_request("tool_choice", "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", ...}");
+  } else if (c->is_object()) {
+    const json* fn = field(*c, "function");
+    const auto name = fn && fn->is_object() ? string(*fn, "name") : std::nullopt;
+    if (!name)
+      throw ApiError(400, "'tool_choice.function.name' is required", "tool_choice.function.name", "missing_field");
+    r.tool_choice = {ToolChoice::Named, *name};
+  } else {
+    throw wrong_type("tool_choice", "a string or an object", *c);
+  }
+  if (r.tool_choice.mode == ToolChoice::None) return;
+  if (r.tools.is_null()) throw bad_request("tool_choice", "needs 'tools'");
+  if (r.tool_choice.mode == ToolChoice::Named) {
+    bool found = false;
+    for (const json& tool : r.tools) found = found || tool["function"]["name"] == r.tool_choice.name;
+    if (!found) throw bad_request("tool_choice", "names '" + r.tool_choice.name + "', which is not among 'tools'");
   }
 }
 
@@ -256,6 +331,51 @@ void parse_logit_bias(const json& body, CompletionRequest& r) {
   }
 }
 
+// response_format (OpenAI: text, json_object, json_schema) or grammar (llama.cpp's GBNF): the
+// grammar every answer must follow, compiled now so that a malformed one is a 400.
+void parse_structured_output(const json& body, CompletionRequest& r) {
+  const auto gbnf = string(body, "grammar");
+  std::string type = "text";
+  const json* rf = field(body, "response_format");
+  if (rf) {
+    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
+    const auto t = string(*rf, "type");
+    if (!t) throw ApiError(400, "'response_format.type' is required", "response_format.type", "missing_field");
+    type = *t;
+  }
+  if (gbnf && type != "text")
+    throw bad_request("grammar", "cannot be combined with a response_format of type \"" + type + "\"");
+  std::string param = "grammar";
+  try {
+    if (gbnf) {
+      r.grammar = Grammar::parse(*gbnf);
+    } else if (type == "json_object") {
+      JsonGrammarBuilder b;
+      b.set_root(b.any_object());
+      r.grammar = Grammar::parse(b.gbnf());
+    } else if (type == "json_schema") {
+      param = "response_format.json_schema";
+      const json* js = field(*rf, "json_schema");
+      if (!js) throw ApiError(400, "'response_format.json_schema' is required", param, "missing_field");
+      if (!js->is_object()) throw wrong_type(param, "an object", *js);
+      if (const json* name = field(*js, "name"); name && !name->is_string())
+        throw wrong_type(param + ".name", "a string", *name);
+      boolean(*js, "strict");  // type-checked; the schema is always enforced
+      param += ".schema";
+      const json* schema = field(*js, "schema");
+      if (schema && !schema->is_object() && !schema->is_boolean()) throw wrong_type(param, "an object", *schema);
+      r.grammar = Grammar::parse(json_schema_to_gbnf(schema ? *schema : json::object()));
+    } else if (type != "text") {
+      throw bad_request("response_format.type",
+                        "must be \"text\", \"json_object\" or \"json_schema\", got " + brief(json(type)),
+                        "unsupported_value");
+    }
+  } catch (const GrammarError& e) {
+    throw ApiError(400, std::string("invalid '") + param + "': " + e.what(), param,
+                   param == "grammar" ? "invalid_grammar" : "invalid_json_schema");
+  }
+}
+
 // The top-level fields parse_request() reads, per endpoint. A field added there goes here too.
 bool read_field(const std::string& key, Endpoint endpoint) {
   static const std::set<std::string> common = {"model",
@@ -267,6 +387,7 @@ bool read_field(const std::string& key, Endpoint endpoint) {
                                                "presence_penalty",
                                                "frequency_penalty",
                                                "logit_bias",
+                                               "grammar",
                                                "seed",
                                                "n",
                                                "best_of",
@@ -275,8 +396,10 @@ bool read_field(const std::string& key, Endpoint endpoint) {
                                                "stream_options",
                                                "ignore_eos",
                                                "cache_prompt",
+                                               "lora",
                                                "response_format"};
-  static const std::set<std::string> chat = {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools"};
+  static const std::set<std::string> chat = {"messages", "max_completion_tokens", "logprobs",           "top_logprobs",
+                                             "tools",    "tool_choice",           "parallel_tool_calls"};
   static const std::set<std::string> completions = {"prompt", "logprobs", "echo", "suffix"};
   return common.count(key) || (endpoint == Endpoint::Chat ? chat : completions).count(key);
 }
@@ -311,6 +434,28 @@ json parse_json_body(std::string_view text) {
         "", "json_too_deep");
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   return j;
+}
+
+std::vector<LoraScale> parse_lora_scales(const json& v, const std::string& param) {
+  if (!v.is_array()) throw wrong_type(param, "an array of {\"id\", \"scale\"} objects", v);
+  std::vector<LoraScale> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    if (!v[i].is_object()) throw wrong_type(p, "an object with \"id\" and \"scale\"", v[i]);
+    std::optional<int64_t> id;
+    std::optional<double> scale;
+    try {
+      id = integer(v[i], "id", 0, std::numeric_limits<int32_t>::max());
+      scale = number(v[i], "scale", -kMaxLoraScale, kMaxLoraScale);
+    } catch (const ApiError& e) {  // it names "id" or "scale": name "lora[i].id" instead
+      throw ApiError(e.status, "'" + p + "." + std::string(e.what()).substr(1), p + "." + e.param, e.code);
+    }
+    if (!id || !scale) throw ApiError(400, "'" + p + "' needs \"id\" and \"scale\"", p, "missing_field");
+    for (const LoraScale& l : out)
+      if (l.id == *id) throw bad_request(p, "adapter " + std::to_string(*id) + " is listed twice");
+    out.push_back({.id = *id, .scale = float(*scale)});
+  }
+  return out;
 }
 
 TokenizeRequest parse_tokenize(const json& body) {
@@ -350,10 +495,12 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   CompletionRequest r;
   r.endpoint = endpoint;
   r.model = string(body, "model");
-  if (endpoint == Endpoint::Chat)
+  if (endpoint == Endpoint::Chat) {
     parse_messages(body, r);
-  else
+    parse_tools(body, r);
+  } else {
     parse_prompt(body, r);
+  }
 
   constexpr int64_t kHuge = int64_t(1) << 40;  // "no limit"; capped at the context later
   r.max_tokens = count(body, "max_tokens", kHuge);
@@ -383,6 +530,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   }
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.cache_prompt = boolean(body, "cache_prompt").value_or(true);
+  if (const json* l = field(body, "lora")) r.lora = parse_lora_scales(*l, "lora");
 
   if (endpoint == Endpoint::Chat) {
     const bool lp = boolean(body, "logprobs").value_or(false);
@@ -395,11 +543,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
     if (auto s = string(body, "suffix"); s && !s->empty())
       throw bad_request("suffix", "is not supported", "unsupported_value");
   }
-  if (const json* rf = field(body, "response_format")) {
-    if (!rf->is_object()) throw wrong_type("response_format", "an object", *rf);
-    if (string(*rf, "type") != "text")
-      throw bad_request("response_format", "only {\"type\": \"text\"} is supported", "unsupported_value");
-  }
+  parse_structured_output(body, r);
   list_ignored_fields(body, r);
   return r;
 }

@@ -4,7 +4,9 @@
 // checked for type and range here, and a mistake becomes ApiError 400 naming the field (never
 // an exception from deep inside generation). Unknown fields are ignored, as many clients send
 // extras (user, service_tier, ...), and listed in ignored_fields for the log; fields whose meaning we cannot honour (best_of > 1, suffix,
-// non-text content parts, response_format json_schema) are refused rather than silently dropped.
+// non-text content parts, JSON Schema keywords a grammar cannot enforce) are refused rather than silently dropped.
+// A `grammar` (GBNF) or a `response_format` of json_object / json_schema is compiled here, so a
+// malformed one is a 400 naming the line or the schema path.
 #pragma once
 
 #include <cstdint>
@@ -16,11 +18,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "toy/engines/grammar.h"
 #include "toy/serve/api_error.h"
+#include "toy/serve/tool_calls.h"
 
 namespace toy::serve {
 
 enum class Endpoint { Completions, Chat };
+
+// One adapter's scale, as llama-server's `lora` field and POST /lora-adapters list them.
+struct LoraScale {
+  int64_t id = 0;  // the adapter's index in GET /lora-adapters
+  float scale = 0;
+};
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
@@ -32,7 +42,9 @@ struct CompletionRequest {
   bool prompt_is_ids = false;
   // /v1/chat/completions: messages with string content (text parts joined), and tools if given.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  nlohmann::ordered_json tools;  // null when absent
+  nlohmann::ordered_json tools;  // null when absent; else validated [{"type": "function", "function": {"name", …}}]
+  ToolChoice tool_choice;        // tool_choice: auto (the default with tools), none, required, a named function
+  bool parallel_tool_calls = true;
 
   std::optional<int64_t> max_tokens;  // max_tokens or max_completion_tokens; absent: default
   float temperature = 1.0f;           // OpenAI's default; 0 is greedy
@@ -49,6 +61,12 @@ struct CompletionRequest {
   bool echo = false;         // completions: prompt text (and its logprobs) in the answer
   bool ignore_eos = false;   // extension (llama.cpp)
   bool cache_prompt = true;  // extension (llama.cpp): reuse the slot's KV rows of a shared prompt prefix
+  // Constrained decoding: the grammar every answer follows (from `grammar`, or response_format
+  // json_object / json_schema); null for free text.
+  std::shared_ptr<const Grammar> grammar;
+  // extension (llama.cpp): the LoRA adapters' scales for this request (unlisted ones 0); absent:
+  // the global scales (serve/adapters.h)
+  std::optional<std::vector<LoraScale>> lora;
 
   // Top-level fields the server does not read (for a warning in the log), each cut to 40 bytes
   // and printable; at most kMaxIgnoredFields of them.
@@ -66,6 +84,12 @@ nlohmann::ordered_json parse_json_body(std::string_view text);
 
 // Throws ApiError(400) for a body that is not an object, wrong types, bad ranges, missing fields.
 CompletionRequest parse_request(const nlohmann::ordered_json& body, Endpoint endpoint);
+
+// `lora` of a request, or POST /lora-adapters' body (`param` names it in errors):
+// [{"id": integer, "scale": number}, ...], each id at most once, |scale| ≤ kMaxLoraScale. The ids
+// are checked against the adapters the server has by AdapterModels. Throws ApiError(400).
+constexpr double kMaxLoraScale = 100;
+std::vector<LoraScale> parse_lora_scales(const nlohmann::ordered_json& v, const std::string& param);
 
 // POST /tokenize: {"content": string, "add_special"?: bool, "with_pieces"?: bool}.
 struct TokenizeRequest {

@@ -120,10 +120,14 @@ httplib::Server::HandlerWithContentReader Server::Impl::with_body(BodyHandler fn
   };
 }
 
-Server::Impl::Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c)
+Server::Impl::Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c,
+                   AdapterSetup a)
     : model(m),
+      adapters(m, std::move(a)),
       tokenizer(std::move(t)),
+      trie(*tokenizer),
       prompter(std::move(chat)),
+      tool_format(serve::tool_format(prompter.source().template_source)),
       config(std::move(c)),
       slots(m, config.parallel, config.n_ctx, config.kv_type, config.queue) {}
 
@@ -169,6 +173,7 @@ void Server::Impl::routes() {
     http.Post(path, h);
   }
   monitoring_routes();
+  adapter_routes();
   http.Post("/tokenize", with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {
               const TokenizeRequest r = parse_tokenize(parse_json_body(body));
               const auto ids = tokenizer->encode(r.content, r.add_special, /*parse_special=*/true);
@@ -200,13 +205,27 @@ void Server::Impl::routes() {
   });
 }
 
+void Server::Impl::adapter_routes() {
+  http.Get("/lora-adapters", [this](const httplib::Request&, httplib::Response& res) {
+    json list = json::array();
+    for (const AdapterModels::Listed& a : adapters.list())
+      list.push_back({{"id", a.id}, {"path", a.path}, {"scale", a.scale}});
+    send_json(res, list);
+  });
+  http.Post("/lora-adapters",
+            with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+              adapters.set_global_scales(parse_lora_scales(parse_json_body(body), "lora-adapters"));
+              send_json(res, {{"success", true}});
+            }));
+}
+
 Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, ChatPromptSource chat,
-               ServerConfig config) {
+               ServerConfig config, AdapterSetup adapters) {
   if (!tokenizer) throw std::invalid_argument("toy serve needs a model file with a tokenizer");
   if (config.parallel < 1) throw std::invalid_argument("--parallel must be at least 1");
   if (config.queue < 0) throw std::invalid_argument("--queue must be at least 0");
   if (config.n_ctx <= 0) config.n_ctx = std::min<int64_t>(model.config().n_ctx, 4096);
-  impl_ = std::make_unique<Impl>(model, std::move(tokenizer), std::move(chat), std::move(config));
+  impl_ = std::make_unique<Impl>(model, std::move(tokenizer), std::move(chat), std::move(config), std::move(adapters));
   Impl& s = *impl_;
   HttpServer& h = s.http;
   // Threads: every running or waiting request holds one, plus room for idle keep-alive

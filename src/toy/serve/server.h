@@ -7,6 +7,7 @@
 //   POST /v1/chat/completions        messages through the model's chat template; stream, logprobs
 //   POST /tokenize, /detokenize      llama.cpp-style extras
 //   GET  /metrics, /props, /slots    Prometheus counters; llama-server's settings and slot states
+//   GET, POST /lora-adapters         the LoRA adapters and their global scales (adapters.h)
 // (each /v1/x also answers as /x). Requests are validated before they wait for a slot; each then
 // runs on one of `parallel` slots (a DecodeEngine with its own KV cache): its prompt on its HTTP
 // thread, its generated tokens in the decode loop, which feeds the next token of every running
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "toy/archs/model.h"
+#include "toy/serve/adapters.h"
 #include "toy/serve/chat_prompt.h"
 #include "toy/tokenizer/tokenizer.h"
 
@@ -42,8 +44,10 @@ struct ServerConfig {
 
 class Server {
  public:
-  // The model and tokenizer must outlive the server.
-  Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, ChatPromptSource chat, ServerConfig config);
+  // The model (without adapters) and tokenizer must outlive the server. Throws gguf::GgufError for
+  // an adapter that does not fit the model.
+  Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, ChatPromptSource chat, ServerConfig config,
+         AdapterSetup adapters = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "toy/serve/adapters.h"
 #include "toy/serve/api_error.h"
 #include "toy/serve/decode_loop.h"
 #include "toy/serve/metrics.h"
@@ -66,11 +67,14 @@ void close_connection_after_response();
 using BodyHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
 
 struct Server::Impl {
-  Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c);
+  Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromptSource chat, ServerConfig c, AdapterSetup a);
 
   const Model& model;
+  AdapterModels adapters;
   std::shared_ptr<const Tokenizer> tokenizer;
+  TokenTrie trie;  // the token texts, for constrained decoding
   ChatPrompter prompter;
+  ToolFormat tool_format;  // how the chat template writes tool calls
   ServerConfig config;
   SlotPool slots;
   DecodeLoop decoder;  // after slots: its Runs hold leases
@@ -80,6 +84,7 @@ struct Server::Impl {
 
   void routes();
   void monitoring_routes();  // /metrics, /props, /slots (monitoring.cpp)
+  void adapter_routes();     // GET, POST /lora-adapters
   // Whether `id` names the served model in a URL (/v1/models/{id}): the --name alias, or the
   // model file's name with or without .gguf.
   bool model_id(const std::string& id) const;

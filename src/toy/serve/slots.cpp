@@ -9,6 +9,7 @@ SlotPool::SlotPool(const Model& model, int n_slots, int64_t n_ctx, DType kv_type
     : n_ctx_(n_ctx), max_queue_(max_queue) {
   for (int i = 0; i < n_slots; ++i) engines_.push_back(std::make_unique<DecodeEngine>(model, n_ctx, kv_type));
   busy_.assign(size_t(n_slots), false);
+  models_.resize(size_t(n_slots));
 }
 
 int SlotPool::free_slot() const {
@@ -49,6 +50,13 @@ void SlotPool::give_back(int slot) {
 void SlotPool::Lease::release() {
   if (pool_) pool_->give_back(slot_);
   pool_ = nullptr;
+}
+
+void SlotPool::Lease::use_model(std::shared_ptr<const Model> m) const {
+  DecodeEngine& e = engine();
+  if (&e.model() == m.get()) return;
+  e.set_model(*m);
+  pool_->models_[size_t(slot_)] = std::move(m);  // only the lease holder touches its slot's entry
 }
 
 void SlotPool::close() {

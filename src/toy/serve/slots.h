@@ -30,6 +30,9 @@ class SlotPool {
     ~Lease() { release(); }
     DecodeEngine& engine() const { return *pool_->engines_[size_t(slot_)]; }
     int slot() const { return slot_; }
+    // Runs the slot's engine on `m` (the served model with some LoRA scales, adapters.h) unless it
+    // does already; a switch forgets the cached prompt. The slot holds `m` until the next switch.
+    void use_model(std::shared_ptr<const Model> m) const;
     void release();  // gives the slot back early (idempotent)
 
    private:
@@ -63,6 +66,7 @@ class SlotPool {
   const int64_t n_ctx_;
   const int max_queue_;
   std::vector<std::unique_ptr<DecodeEngine>> engines_;
+  std::vector<std::shared_ptr<const Model>> models_;  // what each engine runs, when not the pool's model
   std::vector<bool> busy_;
   std::deque<uint64_t> waiting_;  // tickets, in arrival order
   uint64_t next_ticket_ = 0;

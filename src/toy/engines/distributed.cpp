@@ -1,0 +1,89 @@
+// engines/distributed.cpp — the one-process group, and finding out whether a launcher started us.
+// The MPI group is in distributed_mpi.cpp (built only when CMake finds MPI: TOY_MPI).
+#include "toy/engines/distributed.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace toy {
+
+#ifdef TOY_MPI
+ProcessGroup& mpi_world();  // distributed_mpi.cpp
+void mpi_finalize();
+#endif
+
+int ProcessGroup::local_size() const {
+  const std::vector<std::string>& h = hosts();
+  return int(std::count(h.begin(), h.end(), h[size_t(rank())]));
+}
+
+namespace {
+
+class OneProcess final : public ProcessGroup {
+ public:
+  OneProcess() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    hosts_ = {host};
+  }
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  void sum_in_order(std::span<const float> mine, int64_t m, std::span<float> sum) override {
+    const size_t P = sum.size();
+    if (m < 1 || mine.size() != size_t(m) * P) throw std::invalid_argument("sum_in_order: mine is not [m, P]");
+    std::copy(mine.begin(), mine.begin() + ptrdiff_t(P), sum.begin());
+    for (int64_t k = 1; k < m; ++k)
+      for (size_t i = 0; i < P; ++i) sum[i] += mine[size_t(k) * P + i];
+  }
+  std::vector<double> all_gather(std::span<const double> mine) override { return {mine.begin(), mine.end()}; }
+  bool any(bool mine) override { return mine; }
+  int64_t broadcast(int64_t v) override { return v; }
+
+ private:
+  std::vector<std::string> hosts_;
+};
+
+}  // namespace
+
+ProcessGroup& one_process() {
+  static OneProcess g;
+  return g;
+}
+
+bool mpi_built() {
+#ifdef TOY_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+int launched_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})  // Open MPI's mpirun; MPICH's mpiexec, srun
+    if (const char* v = std::getenv(var); v && *v) return std::max(1, std::atoi(v));
+  return 0;
+}
+
+ProcessGroup& world() {
+  const int n = launched_size();
+  if (n == 0) return one_process();
+#ifdef TOY_MPI
+  return mpi_world();
+#else
+  throw std::runtime_error("started by an MPI launcher (" + std::to_string(n) +
+                           " processes), but this toy was built without MPI: install libopenmpi-dev "
+                           "(scripts/setup.sh does) and rebuild, or run toy without mpirun");
+#endif
+}
+
+void leave_world() {
+#ifdef TOY_MPI
+  if (launched_size() > 0) mpi_finalize();
+#endif
+}
+
+}  // namespace toy
