@@ -47,20 +47,23 @@ class Llama(torch.nn.Module):
         a, b = x[..., 0::2], x[..., 1::2]
         return torch.stack((a * self.cos - b * self.sin, a * self.sin + b * self.cos), dim=-1).flatten(-2)
 
+    def proj(self, m, name, x):  # x·Wᵀ for layer m's weight `name`; bench/torch_lora.py adds the adapter here
+        return x @ getattr(m, name).t()
+
     def forward(self, tokens):
         B, T = tokens.shape
         x = self.token_embd[tokens]
         g = self.H // self.Hkv
         for m in self.layers:
             h = self.rms(x, m.attn_norm)
-            q = self.rope((h @ m.attn_q.t()).view(B, T, self.H, self.Dh))
-            k = self.rope((h @ m.attn_k.t()).view(B, T, self.Hkv, self.Dh))
-            v = (h @ m.attn_v.t()).view(B, T, self.Hkv, self.Dh)
+            q = self.rope(self.proj(m, "attn_q", h).view(B, T, self.H, self.Dh))
+            k = self.rope(self.proj(m, "attn_k", h).view(B, T, self.Hkv, self.Dh))
+            v = self.proj(m, "attn_v", h).view(B, T, self.Hkv, self.Dh)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
             k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
             s = (q @ k.transpose(-1, -2)) / math.sqrt(self.Dh) + self.mask[:T, :T]
             o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1)
-            x = x + o @ m.attn_output.t()
+            x = x + self.proj(m, "attn_output", o)
             h = self.rms(x, m.ffn_norm)
             x = x + (F.silu(h @ m.ffn_gate.t()) * (h @ m.ffn_up.t())) @ m.ffn_down.t()
         return self.rms(x, self.output_norm) @ self.token_embd.t()
