@@ -22,6 +22,7 @@ ASAN_SUITES="Gguf*:Quant*:Kernel*:Tokenizer*:StreamDecoder*:Jinja*:ChatTemplate*
 ASAN_SUITES+=":Gemma2*:Moe*:Olmoe*:Gpt2*:Archs*:Models*:Infer*:Cli.*:Style*"
 ASAN_SUITES+=":BatchDecode*:KvCache*:Sampler*:Autograd*:GradCheck*:PrimitiveGradients*:Eval*:Card*:TrainData*:Attention*:Rope*:TensorStorage*:CliManifest*"
 ASAN_SUITES+=":Idx*:Pgm*:Png*:DeltaRule*:DeltaNet*:JsonlData*"  # image readers, Gated DeltaNet, JSONL examples
+ASAN_SUITES+=":Grammar*:Dragon*:VitAugment*"  # GBNF and its token mask, the Dragon architecture (Attention* covers its variants)
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOY_BIN="$PWD/build-asan-clang/toy" \
   build-asan-clang/tests/toy_tests --gtest_filter="${TOY_ASAN_FILTER:-$ASAN_SUITES}" --gtest_brief=1
 

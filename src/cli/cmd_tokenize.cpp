@@ -27,7 +27,7 @@ std::string read_input(const std::string& path) {
 }
 
 // A piece as a quoted, printable string: UTF-8 characters as they are, everything else escaped.
-std::string quoted(std::string_view s) {
+std::string quoted_piece(std::string_view s) {
   std::string r = "'";
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
@@ -72,7 +72,7 @@ int run(const Args& a) {
   std::string out;
   for (int32_t id : ids) {
     if (a.flag("pieces"))
-      out += std::to_string(id) + " -> " + quoted(tok->piece(id, /*special=*/true)) + "\n";
+      out += std::to_string(id) + " -> " + quoted_piece(tok->piece(id, /*special=*/true)) + "\n";
     else
       out += (out.empty() ? "" : " ") + std::to_string(id);
   }

@@ -101,7 +101,7 @@ Tensor scalable_softmax(const Tensor& q, const Tensor& s, const Tensor& n_keys) 
   Tensor y = Tensor::empty(q.shape());
   kernels::scale_rows(q.data(), f.data(), M, Dh, y.data_mut());
   if (needs_grad({&q, &s}))
-    record(y, "scalable_softmax", {q, s}, [q, log_n, f, H, M, Dh](const Tensor& dy) {
+    record(y, "scalable_softmax", {q, s}, [q, log_n, f, H = H, M, Dh = Dh](const Tensor& dy) {
       Tensor dq = Tensor::empty(q.shape()), dy_q = Tensor::empty({M}), ds = Tensor::zeros({H});
       kernels::scale_rows(dy.data(), f.data(), M, Dh, dq.data_mut());
       kernels::row_dots(dy.data(), q.data(), M, Dh, dy_q.data_mut());

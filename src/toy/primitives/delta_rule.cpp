@@ -30,7 +30,7 @@ Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state) {
   Tensor y = Tensor::empty({T, C});
   kernels::causal_conv1d(x.data(), w.data(), state.data_mut(), y.data_mut(), T, C, K);
   if (grad)  // dx: each input feeds K outputs; dw: each tap sums over the outputs (kernels/delta_net_grad.h)
-    record(y, "causal_conv1d", {x, w}, [x, w, state0, T, C, K](const Tensor& dy) {
+    record(y, "causal_conv1d", {x, w}, [x, w, state0, T = T, C = C, K = K](const Tensor& dy) {
       Tensor dx = Tensor::empty(x.shape()), dw = Tensor::empty(w.shape());
       kernels::causal_conv1d_backward(x.data(), w.data(), state0.data(), dy.data(), T, C, K, dx.data_mut(),
                                       dw.data_mut());
