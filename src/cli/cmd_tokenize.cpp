@@ -72,7 +72,7 @@ int run(const Args& a) {
   std::string out;
   for (int32_t id : ids) {
     if (a.flag("pieces"))
-      out += std::to_string(id) + " -> " + quoted(tok->piece(id, /*special=*/true)) + "\n";
+      out += std::to_string(id) + " -> " + cli::quoted(tok->piece(id, /*special=*/true)) + "\n";
     else
       out += (out.empty() ? "" : " ") + std::to_string(id);
   }
