@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh TARGET|all SECONDS — builds the libFuzzer targets (build-fuzz/, clang, the code
-# under test instrumented and checked by ASan + UBSan) and runs each for SECONDS with its seeds,
-# dictionary and input size limit, printing libFuzzer's final coverage line (cov: edges,
-# ft: features). A crash stops the run: the input is saved under build-fuzz/artifacts/ and the
-# script exits non-zero. Targets: gguf tokenizer jinja http_request (docs/fuzzing.md).
+# scripts/fuzz.sh TARGET|all SECONDS — builds the libFuzzer targets (in $TOY_FUZZ_BUILD, default
+# build-fuzz/: clang, the code under test instrumented and checked by ASan + UBSan) and runs each
+# for SECONDS with its seeds, dictionary and input size limit, printing libFuzzer's final coverage
+# line (cov: edges, ft: features). A crash stops the run: the input is saved under
+# <build>/artifacts/ and the script exits non-zero. Targets: gguf tokenizer jinja http_request
+# (docs/fuzzing.md). scripts/test.sh points TOY_FUZZ_BUILD at its sanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ALL="gguf tokenizer jinja http_request"
@@ -15,7 +16,7 @@ TARGETS="$1"; [ "$1" = all ] && TARGETS="$ALL"
 SECONDS_EACH="$2"
 FIXTURES="${TOY_FIXTURES:-$(cd .. && pwd)/shared/fixtures}"
 export TOY_FIXTURES="$FIXTURES"
-B=build-fuzz
+B="${TOY_FUZZ_BUILD:-build-fuzz}"
 
 [ -f "$B/build.ninja" ] ||
   cmake -S . -B "$B" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOY_BUILD_FUZZ=ON \

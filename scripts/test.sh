@@ -1,19 +1,40 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite: release build with GCC + CTest, then the unit tests
 # again built with clang under AddressSanitizer + UndefinedBehaviorSanitizer, then a short
-# libFuzzer run. Both builds treat warnings as errors (TOY_WERROR), so the tree compiles
+# libFuzzer run of the fuzz targets built in that same tree. Each phase prints the seconds so far. Both builds treat warnings as errors (TOY_WERROR), so the tree compiles
 # without a warning on GCC and on clang. Fixtures come from $TOY_FIXTURES (default
 # ../shared/fixtures); tests that need them skip with a message when they are absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TOY_FIXTURES="${TOY_FIXTURES:-$(cd .. && pwd)/shared/fixtures}"
 
+# llama.cpp for the tests that check toy's files in it (trained checkpoints, LoRA adapters):
+# node-llama-cpp's prebuilt CPU binary for x86-64 (about 80 MB from the npm registry), fetched
+# while toy builds. Without it those tests skip and say so.
+peer_pid=""
+if [ "$(uname -m)" = x86_64 ] && command -v npm >/dev/null && [ ! -d bench/peer/node_modules/node-llama-cpp ]; then
+  (cd bench/peer && timeout 600 npm i -E --no-save --no-audit --no-fund --omit=optional \
+     node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1) >/tmp/toy-peer-npm.log 2>&1 &
+  peer_pid=$!
+fi
 scripts/setup.sh build -DTOY_WERROR=ON
+if [ -n "$peer_pid" ] && ! wait "$peer_pid"; then
+  echo "test.sh: installing node-llama-cpp failed (/tmp/toy-peer-npm.log); the llama.cpp checks will skip"
+fi
+echo "== release build done in $SECONDS s =="
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
-echo "== sanitizers (ASan + UBSan, clang) =="
+echo "== sanitizers and fuzzers (ASan + UBSan, clang; $SECONDS s so far) =="
+# libFuzzer: clang and its runtime (libclang-rt-14-dev) come from scripts/setup.sh. The fuzz
+# targets are built in the sanitizer tree (-DTOY_BUILD_FUZZ=ON), so the libraries compile once.
+fuzz_ok() {
+  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > /tmp/toy_fuzz_probe.cpp
+  clang++ -fsanitize=fuzzer /tmp/toy_fuzz_probe.cpp -o /tmp/toy_fuzz_probe 2>/dev/null
+}
+FUZZ=OFF
+fuzz_ok && FUZZ=ON
 cmake -S . -B build-asan-clang -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOY_SANITIZE=ON \
-      -DTOY_WERROR=ON >/dev/null
+      -DTOY_BUILD_FUZZ=$FUZZ -DTOY_WERROR=ON >/dev/null
 cmake --build build-asan-clang -j "$(nproc)"  # everything, bench and examples included: clang's warnings
 # The unit and parity suites under the sanitizers; the slow end-to-end suites (training,
 # serving, installing and building projects) and the memory measurement (ZeroCopy: the
@@ -23,19 +44,26 @@ ASAN_SUITES+=":Gemma2*:Moe*:Olmoe*:Gpt2*:Archs*:Models*:Infer*:Cli.*:Style*"
 ASAN_SUITES+=":BatchDecode*:KvCache*:Sampler*:Autograd*:GradCheck*:PrimitiveGradients*:Eval*:Card*:TrainData*:Attention*:Rope*:TensorStorage*:CliManifest*"
 ASAN_SUITES+=":Idx*:Pgm*:Png*:DeltaRule*:DeltaNet*:JsonlData*"  # image readers, Gated DeltaNet, JSONL examples
 ASAN_SUITES+=":Grammar*:Dragon*:VitAugment*"  # GBNF and its token mask, the Dragon architecture (Attention* covers its variants)
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOY_BIN="$PWD/build-asan-clang/toy" \
-  build-asan-clang/tests/toy_tests --gtest_filter="${TOY_ASAN_FILTER:-$ASAN_SUITES}" --gtest_brief=1
+echo "== sanitizer suites ($SECONDS s so far) =="
+# One gtest shard a core (the tests already run side by side under CTest); each shard's log is
+# printed, and any failing shard fails the script.
+SHARDS="$(nproc)"
+for ((i = 0; i < SHARDS; i++)); do
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TOY_BIN="$PWD/build-asan-clang/toy" \
+    GTEST_TOTAL_SHARDS=$SHARDS GTEST_SHARD_INDEX=$i build-asan-clang/tests/toy_tests \
+    --gtest_filter="${TOY_ASAN_FILTER:-$ASAN_SUITES}" --gtest_brief=1 >"build-asan-clang/shard-$i.log" 2>&1 &
+done
+failed=0
+for ((i = 0; i < SHARDS; i++)); do
+  wait -n || failed=1
+done
+cat build-asan-clang/shard-*.log
+[ "$failed" = 0 ] || { echo "sanitizer suites failed (logs above)" >&2; exit 1; }
 
-# libFuzzer: clang and its runtime (libclang-rt-14-dev) come from scripts/setup.sh.
-fuzz_ok() {
-  command -v clang++ >/dev/null || return 1
-  echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' > /tmp/toy_fuzz_probe.cpp
-  clang++ -fsanitize=fuzzer /tmp/toy_fuzz_probe.cpp -o /tmp/toy_fuzz_probe 2>/dev/null
-}
-if fuzz_ok; then
-  echo "== fuzz (short run) =="
-  scripts/fuzz.sh all 15  # each target 15 s from its seeds; longer campaigns: docs/fuzzing.md
+if [ "$FUZZ" = ON ]; then
+  echo "== fuzz (short run; $SECONDS s so far) =="
+  TOY_FUZZ_BUILD=build-asan-clang scripts/fuzz.sh all 15  # each target 15 s from its seeds; longer campaigns: docs/fuzzing.md
 else
   echo "== fuzz: skipped (clang with libFuzzer not available) =="
 fi
-echo "test.sh: all suites passed"
+echo "test.sh: all suites passed in $SECONDS s"

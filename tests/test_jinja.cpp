@@ -5,7 +5,6 @@
 //   3. Chat rendering: BOS stripping, today's date, tools, the system-role merge.
 #include <gtest/gtest.h>
 
-#include <chrono>
 
 #include <cstdlib>
 #include <filesystem>
@@ -427,15 +426,14 @@ TEST(JinjaErrors, HostileTemplatesFailCleanly) {
             std::string::npos);
   // Issue #22 item 10: each `ns.a + [ns.a]` copies the whole list, and every copy stays alive inside
   // the next; counted at 16 bytes an item against 1 GiB this held ~3 GB for 8 s. Counted at its
-  // size in memory against the budget, it stops early (and quickly).
+  // size in memory against the budget, it stops early. (No time is asserted: a timed unit test
+  // fails on a loaded machine; the 1 MiB budget below shows the count is of real sizes.)
   {
-    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_NE(render_error("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = ns.a + [ns.a] %}"
                            "{% endfor %}")
                   .message()
                   .find("MiB of values, the limit"),
               std::string::npos);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));  // was 8 s and 3 GB
     try {
       Template::parse(
           "{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = ns.a + [ns.a] %}"

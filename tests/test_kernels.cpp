@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <numbers>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -430,6 +431,63 @@ TEST(KernelActivations, SiluIsAccurate) {
     EXPECT_EQ(out[0], 0.0f);
     EXPECT_EQ(out[1], 0.0f);
     EXPECT_EQ(out[2], 100.0f);
+  }
+}
+
+// The GELU that training differentiates, on every path, against double precision: gelu(x) =
+// x·σ(2u) and gelu'(x) = s + 2x·s(1 − s)·u'(x), s = σ(2u) (½(1 + tanh u) = σ(2u), written so that
+// the reference has no cancellation either). u is rounded to float first, and the exponential
+// multiplies its relative error by |2u|, hence the bound's (1 + |2u|) factor; the derivative's
+// error is measured against the size of its terms (it crosses zero near x = −0.75). Over
+// [−9.5, 9.5], where every result is a normal float; then the limits, and the promise that a value
+// does not depend on where it sits in the array (n, tails, chunks over threads).
+TEST(KernelActivations, GeluAndItsDerivativeAreAccurate) {
+  KernelState keep;
+  std::vector<float> x, ones;
+  for (int i = -40000; i <= 40000; ++i) x.push_back(9.5f * float(i) / 40000);
+  ones.assign(x.size(), 1.0f);
+  const auto ulp_of = [](double v) { return std::ldexp(1.0, std::ilogb(std::max(std::fabs(v), 1e-37)) - 23); };
+  for (Simd s : paths()) {
+    set_simd(s);
+    for (int64_t n : {int64_t(x.size()), int64_t(1), int64_t(13)}) {
+      const float* xs = x.data() + x.size() - size_t(n);
+      std::vector<float> y(static_cast<size_t>(n)), dy(static_cast<size_t>(n));
+      gelu_tanh_exact(xs, y.data(), n);
+      gelu_tanh_backward(ones.data(), xs, dy.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = xs[i], k = std::sqrt(2.0 / std::numbers::pi), u = k * (v + 0.044715 * v * v * v);
+        const double sg = 1.0 / (1.0 + std::exp(-2.0 * u)),
+                     slope = 2.0 * v * sg * (1.0 - sg) * k * (1.0 + 3 * 0.044715 * v * v);
+        const double scale = 1.0 + std::fabs(2.0 * u);
+        ASSERT_LE(std::fabs(y[size_t(i)] - v * sg), 4 * scale * ulp_of(v * sg)) << path_name(s) << " gelu(" << v << ")";
+        ASSERT_LE(std::fabs(dy[size_t(i)] - (sg + slope)), 4 * scale * ulp_of(sg + std::fabs(slope)))
+            << path_name(s) << " gelu'(" << v << ")";
+      }
+    }
+    const float edge[3] = {0.0f, -100.0f, 100.0f}, grad[3] = {1, 1, 1};
+    float out[3], slope[3];
+    gelu_tanh_exact(edge, out, 3);
+    gelu_tanh_backward(grad, edge, slope, 3);
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[1], 0.0f);
+    EXPECT_EQ(out[2], 100.0f);
+    EXPECT_EQ(slope[0], 0.5f);
+    EXPECT_EQ(slope[1], 0.0f);
+    EXPECT_EQ(slope[2], 1.0f);
+    // Each value as computed alone equals the same value inside the long array, on 1 and 2 threads.
+    std::vector<float> whole(x.size()), grads(x.size());
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      gelu_tanh_exact(x.data(), whole.data(), int64_t(x.size()));
+      gelu_tanh_backward(ones.data(), x.data(), grads.data(), int64_t(x.size()));
+      for (size_t i = 0; i < x.size(); i += 997) {
+        float alone, alone_grad;
+        gelu_tanh_exact(&x[i], &alone, 1);
+        gelu_tanh_backward(&ones[i], &x[i], &alone_grad, 1);
+        ASSERT_EQ(alone, whole[i]) << path_name(s) << " x = " << x[i] << ", " << threads << " threads";
+        ASSERT_EQ(alone_grad, grads[i]) << path_name(s) << " x = " << x[i] << ", " << threads << " threads";
+      }
+    }
   }
 }
 

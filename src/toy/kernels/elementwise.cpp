@@ -21,6 +21,7 @@ float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 constexpr float kGeluCoef = 0.044715f;
 
+// ggml's curve, before its fp16 rounding (gelu_tanh below).
 float gelu_f32(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluCoef * x * x))); }
 
 }  // namespace
@@ -48,20 +49,6 @@ void gelu_tanh(const float* x, float* y, int64_t n) {
   each(n, [&](int64_t i) {
     const float v = x[i];
     y[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : fp16_to_f32(f32_to_fp16(gelu_f32(fp16_to_f32(f32_to_fp16(v)))));
-  });
-}
-
-void gelu_tanh_exact(const float* x, float* y, int64_t n) {
-  each(n, [&](int64_t i) { y[i] = gelu_f32(x[i]); });
-}
-
-void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n) {
-  each(n, [&](int64_t i) {
-    const float v = x[i];
-    const float u = kSqrt2OverPi * (v + kGeluCoef * v * v * v);
-    const float t = std::tanh(u);
-    const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCoef * v * v);
-    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
   });
 }
 

@@ -67,7 +67,8 @@ void silu_backward(const float* dy, const float* x, float* dx, int64_t n);
 // y = gelu_tanh(x) as ggml's fp16 table gives it: x rounded to fp16, the result rounded to fp16,
 // 0 below −10 and x above 10.
 void gelu_tanh(const float* x, float* y, int64_t n);
-// y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) exactly, in f32: the curve gelu_tanh_backward differentiates.
+// y = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in f32, without ggml's fp16 rounding: the curve
+// gelu_tanh_backward differentiates (computed as x·σ(2u), activations.cpp).
 void gelu_tanh_exact(const float* x, float* y, int64_t n);
 // dx = dy·gelu'(x), the derivative of the exact tanh curve.
 void gelu_tanh_backward(const float* dy, const float* x, float* dx, int64_t n);
