@@ -76,7 +76,7 @@ TOY_GRAD_BUCKET=0 mpi 2 "$toy" train from-scratch $tiny --steps 2 --run-id bucke
 code=$?
 set -e
 [ "$code" = 2 ] || fail "TOY_GRAD_BUCKET=0: exit $code, $(cat "$dir/bucket0.err")"
-grep -q "TOY_GRAD_BUCKET='0': expected a whole number from 1" "$dir/bucket0.err" || fail "$(cat "$dir/bucket0.err")"
+grep -q "TOY_GRAD_BUCKET='0': expected a whole number from 256" "$dir/bucket0.err" || fail "$(cat "$dir/bucket0.err")"
 
 # 2. Kill rank 1 after a checkpoint: the job ends within seconds, non-zero. A constant learning
 # rate, so that the uninterrupted reference may stop at any step.

@@ -91,7 +91,7 @@ ExchangeOptions exchange_options_from_env() {
                                " to " + std::to_string(hi) + " (or unset it)");
     v = n;
   };
-  integer("TOY_GRAD_BUCKET", 1, int64_t(1) << 28, o.bucket);
+  integer("TOY_GRAD_BUCKET", 256, int64_t(1) << 28, o.bucket);
   int64_t overlap = 1;
   integer("TOY_GRAD_OVERLAP", 0, 1, overlap);
   o.overlap = overlap == 1;

@@ -49,12 +49,6 @@ class ProcessGroup {
   virtual void start_sum(std::span<const float> mine, int64_t m, std::span<float> sum) = 0;
   virtual void ready(int64_t offset, int64_t count) = 0;
   virtual void finish_sum() = 0;
-  // start_sum, everything ready, finish_sum.
-  void sum_in_order(std::span<const float> mine, int64_t m, std::span<float> sum) {
-    start_sum(mine, m, sum);
-    ready(0, int64_t(sum.size()));
-    finish_sum();
-  }
   // Every rank's `mine` (the same count on each), concatenated in rank order.
   virtual std::vector<double> all_gather(std::span<const double> mine) = 0;
   // True on every rank when `mine` is true on any (a stop request seen by one rank).
@@ -79,7 +73,7 @@ class ProcessGroup {
   SumStats sum_stats_;
 };
 
-// The group of this process alone: sum_in_order adds its own micro-batches in order.
+// The group of this process alone: finish_sum adds its own micro-batches in order.
 ProcessGroup& one_process();
 
 // True when this toy was built with MPI.
@@ -89,7 +83,7 @@ bool mpi_built();
 int launched_size();
 
 // How the MPI group exchanges gradients, from the environment of rank 0 (docs/distributed.md):
-//   TOY_GRAD_BUCKET   floats per bucket, 1 … 2^28; default 2^18 (1 MiB)
+//   TOY_GRAD_BUCKET   floats per bucket, 256 … 2^28; default 2^18 (1 MiB)
 //   TOY_GRAD_OVERLAP  1 (default): buckets start during the backward pass; 0: after it
 // Neither changes a bit of the result.
 struct ExchangeOptions {

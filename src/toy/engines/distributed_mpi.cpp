@@ -74,21 +74,22 @@ class MpiWorld final : public ProcessGroup {
     }
     received_.resize(size_t(received_at));  // [buckets][other ranks, m, my slice]
     in_flight_.clear();
+    sent_.clear();
     unready_ = P;
   }
 
   void ready(int64_t offset, int64_t count) override {
     unready_ -= count;
-    for (Bucket& b : buckets_) {
-      const int64_t overlap = std::min(offset + count, b.begin + b.len) - std::max(offset, b.begin);
-      if (overlap <= 0) continue;
-      b.ready += overlap;
+    for (int64_t i = offset / options_.bucket; i < int64_t(buckets_.size()) && i * options_.bucket < offset + count;
+         ++i) {  // the buckets that [offset, offset + count) overlaps
+      Bucket& b = buckets_[size_t(i)];
+      b.ready += std::min(offset + count, b.begin + b.len) - std::max(offset, b.begin);
       if (b.ready > b.len) throw std::logic_error("ready: an element was reported twice");
       if (b.ready == b.len && options_.overlap) send(b);
     }
     int done = 0;  // a call into MPI, for the transfers in flight to proceed
     MPI_Testall(int(in_flight_.size()), in_flight_.data(), &done, MPI_STATUSES_IGNORE);
-    for (Bucket& b : buckets_) sum_if_arrived(b, false);
+    std::erase_if(sent_, [&](Bucket* b) { return sum_if_arrived(*b, false); });
   }
 
   void finish_sum() override {
@@ -155,19 +156,21 @@ class MpiWorld final : public ProcessGroup {
       }
     }
     b.state = Bucket::State::sent;
+    sent_.push_back(&b);
     if (unready_ > 0) sum_stats_.started_early++;  // more of the gradient to come: the backward pass goes on
   }
 
   // Exchange 2 of bucket b, once exchange 1 has arrived (`wait`: wait for it): my slice of the
   // sum, added in micro-batch order, to every other rank, and theirs from them into sum_.
-  void sum_if_arrived(Bucket& b, bool wait) {
-    if (b.state != Bucket::State::sent) return;
+  // True when the bucket is summed.
+  bool sum_if_arrived(Bucket& b, bool wait) {
+    if (b.state != Bucket::State::sent) return b.state == Bucket::State::summed;
     int arrived = 1;
     if (wait)
       MPI_Waitall(int(b.arriving.size()), b.arriving.data(), MPI_STATUSES_IGNORE);
     else
       MPI_Testall(int(b.arriving.size()), b.arriving.data(), &arrived, MPI_STATUSES_IGNORE);
-    if (!arrived) return;
+    if (!arrived) return false;
     b.arriving.clear();
     const int64_t P = int64_t(sum_.size()), m = m_, my_lo = lo(b, rank_), my_len = lo(b, rank_ + 1) - my_lo;
     auto row = [&](int64_t k) -> const float* {  // micro-batch k's gradient of my slice
@@ -194,6 +197,7 @@ class MpiWorld final : public ProcessGroup {
                   &in_flight_.emplace_back());
     }
     b.state = Bucket::State::summed;
+    return true;
   }
 
   int rank_ = 0, size_ = 1;
@@ -205,6 +209,7 @@ class MpiWorld final : public ProcessGroup {
   int64_t m_ = 1;
   std::span<float> sum_;  // [P]
   std::vector<Bucket> buckets_;
+  std::vector<Bucket*> sent_;           // buckets whose exchange 1 is under way
   std::vector<float> received_;         // the other ranks' rows of my slices, bucket after bucket
   std::vector<MPI_Request> in_flight_;  // sends, and exchange 2's receives: waited for by finish_sum
   int64_t unready_ = 0;                 // elements of the gradient not yet ready

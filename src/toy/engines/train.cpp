@@ -164,7 +164,9 @@ double TrainEngine::forward_backward(const Batch& b) {
 
 StepResult TrainEngine::step(const Batch& b) {
   StepResult r;
+  const double waited = group_->sum_stats().wait_seconds;
   r.loss = forward_backward(b);
+  r.exchange_wait = group_->sum_stats().wait_seconds - waited;
   r.grad_norm = global_grad_norm(params_);
   r.clip_scale = clip_grad_norm(params_, c_.clip, r.grad_norm);
   r.lr = lr_at(c_.schedule, opt_.steps());

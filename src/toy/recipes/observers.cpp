@@ -181,15 +181,17 @@ class EventFile : public Observer {
   void on_step(Trainer& t, const StepReport& r) override {
     if (!std::isfinite(r.result.loss)) return;  // run_end says "diverged"
     const int64_t step_tokens = tokens_per_step(t.config());
-    log_.emit("step", {{"phase", t.config().recipe},
-                       {"step", r.step},
-                       {"loss", r.result.loss},
-                       {"lr", r.result.lr},
-                       {"tokens", r.step * step_tokens},
-                       {"wall_us", micros(r.seconds)},
-                       {"grad_norm", r.result.grad_norm},
-                       {"clip_scale", r.result.clip_scale},
-                       {"tokens_per_s", double(step_tokens) / r.seconds}});
+    ordered_json e = {{"phase", t.config().recipe},
+                      {"step", r.step},
+                      {"loss", r.result.loss},
+                      {"lr", r.result.lr},
+                      {"tokens", r.step * step_tokens},
+                      {"wall_us", micros(r.seconds)},
+                      {"grad_norm", r.result.grad_norm},
+                      {"clip_scale", r.result.clip_scale},
+                      {"tokens_per_s", double(step_tokens) / r.seconds}};
+    if (t.world().size() > 1) e["exchange_wait_us"] = micros(r.result.exchange_wait);
+    log_.emit("step", e);
   }
   void on_eval(Trainer&, const EvalReport& r) override {
     log_.emit("eval", {{"step", r.step}, {"loss", r.loss}, {"batches", r.batches}, {"wall_us", micros(r.seconds)}});
