@@ -573,3 +573,26 @@ TEST(Autograd, BackwardNeedsAScalar) {
   w.requires_grad_();
   EXPECT_THROW(mul(w, w).backward(), ShapeError);
 }
+
+// Data-parallel training sends a parameter's gradient as soon as backward's hook says it is final.
+TEST(Autograd, GradFinalHookFiresOnceRightAfterTheLastUse) {
+  Tensor a = Tensor::from({2}, std::vector<float>{1.0f, 2.0f});
+  Tensor b = Tensor::from({2}, std::vector<float>{3.0f, 4.0f});
+  Tensor c = Tensor::from({2}, std::vector<float>{5.0f, 6.0f});
+  Tensor unused = Tensor::full({2}, 1.0f);
+  for (Tensor* t : {&a, &b, &c, &unused}) t->requires_grad_();
+  // loss = Σ (a·b + a) · c²: the walk runs sum, the outer mul, c·c (c final), the add, a·b (a, b final).
+  const Tensor loss = sum(mul(add(mul(a, b), a), mul(c, c)));
+  std::vector<const TensorImpl*> fired;
+  std::vector<std::vector<float>> grad_then;
+  loss.backward([&](const Tensor& leaf) {
+    fired.push_back(leaf.impl());
+    grad_then.emplace_back(leaf.grad().data(), leaf.grad().data() + leaf.numel());
+  });
+  ASSERT_EQ(fired, (std::vector<const TensorImpl*>{c.impl(), a.impl(), b.impl()}));  // once each, c (used twice) too
+  const Tensor* leaves[] = {&c, &a, &b};
+  for (size_t i = 0; i < 3; ++i)  // final when the hook ran: nothing was added after
+    EXPECT_EQ(grad_then[i], std::vector<float>(leaves[i]->grad().data(), leaves[i]->grad().data() + 2)) << i;
+  EXPECT_FLOAT_EQ(a.grad().data()[1], (4.0f + 1.0f) * 36.0f);  // (b + 1) · c²
+  EXPECT_FALSE(unused.grad().defined());
+}

@@ -141,13 +141,14 @@ TEST(LlamaCppHabits, FlagsHelpAndSuggestions) {
 }
 
 TEST(LlamaCppHabits, EnvironmentVariablesAreChecked) {
-  for (const auto& [name, value] :
-       std::vector<std::pair<const char*, const char*>>{{"TOY_THREADS", "abc"},
-                                                        {"TOY_THREADS", "0"},
-                                                        {"TOY_THREADS", "4x"},
-                                                        {"TOY_SIMD", "avx9"},
-                                                        {"TOY_DEFAULT_MODEL", ""},
-                                                        {"HF_ENDPOINT", "huggingface.co"}}) {
+  for (const auto& [name, value] : std::vector<std::pair<const char*, const char*>>{{"TOY_THREADS", "abc"},
+                                                                                    {"TOY_THREADS", "0"},
+                                                                                    {"TOY_THREADS", "4x"},
+                                                                                    {"TOY_SIMD", "avx9"},
+                                                                                    {"TOY_DEFAULT_MODEL", ""},
+                                                                                    {"HF_ENDPOINT", "huggingface.co"},
+                                                                                    {"TOY_GRAD_BUCKET", "1e6"},
+                                                                                    {"TOY_GRAD_OVERLAP", "2"}}) {
     Env env;
     env.set(name, value);
     auto r = run_toy("infer -n 1");

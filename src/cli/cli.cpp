@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "toy/engines/distributed.h"
 #include "toy/engines/events.h"
 
 namespace toy::cli {
@@ -271,6 +272,11 @@ void check_environment() {
     throw UsageError("TOY_DEFAULT_MODEL is set but empty: set it to a GGUF file, or unset it");
   if (auto v = value("HF_ENDPOINT"); v && v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
     throw UsageError("HF_ENDPOINT='" + *v + "': expected an http:// or https:// URL");
+  try {
+    exchange_options_from_env();  // TOY_GRAD_BUCKET, TOY_GRAD_OVERLAP (docs/distributed.md)
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 std::string default_model_path() {

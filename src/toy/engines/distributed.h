@@ -14,6 +14,11 @@
 // it receives in the order k = 0 … K − 1), then gather the owned slices (an all-gather).
 // Each rank sends (m + 1)·P·(N − 1)/N floats per step (P: trainable parameters).
 //
+// Overlap: the exchange of a bucket starts during the backward pass of the step's last
+// micro-batch, as soon as every parameter in the bucket has its final gradient (start_sum, ready,
+// finish_sum), so that the optimizer waits only for what is still in flight. When a bucket starts
+// changes nothing in what is added, or in which order.
+//
 // Without MPI (the build found none) there is only the one-process group, and a process that an
 // MPI launcher started says so instead of training N copies of the same run.
 #pragma once
@@ -33,10 +38,17 @@ class ProcessGroup {
   // The host name of every rank, in rank order.
   virtual const std::vector<std::string>& hosts() const = 0;
 
-  // `mine`: this rank's m micro-batch gradients laid end to end, [m, P], those of micro-batches
-  // rank·m … rank·m + m − 1. Writes to `sum` [P] the elementwise Σ_k g_k over all K = size·m
-  // micro-batches added in the order k = 0, 1, …, K − 1; every rank gets the same bits.
-  virtual void sum_in_order(std::span<const float> mine, int64_t m, std::span<float> sum) = 0;
+  // The sum of the step's gradients, begun before they are all computed:
+  //   start_sum(mine, m, sum);   // mine [m, P]: this rank's g_k, k = rank·m … rank·m + m − 1
+  //   ready(offset, count);      // elements [offset, offset + count) of mine's last row are final
+  //   finish_sum();              // every element was ready once: `sum` [P] holds Σ_k g_k
+  // Σ_k g_k is elementwise over all K = size·m micro-batches, added in the order k = 0, 1, …,
+  // K − 1: every rank gets the same bits. Rows 0 … m − 2 of `mine` are final at start_sum; the
+  // last row fills in as the backward pass goes. `mine` and `sum` stay in place, and what was
+  // ready unchanged, until finish_sum returns.
+  virtual void start_sum(std::span<const float> mine, int64_t m, std::span<float> sum) = 0;
+  virtual void ready(int64_t offset, int64_t count) = 0;
+  virtual void finish_sum() = 0;
   // Every rank's `mine` (the same count on each), concatenated in rank order.
   virtual std::vector<double> all_gather(std::span<const double> mine) = 0;
   // True on every rank when `mine` is true on any (a stop request seen by one rank).
@@ -45,14 +57,23 @@ class ProcessGroup {
   virtual int64_t broadcast(int64_t v) = 0;
 
   int64_t bytes_sent() const { return bytes_sent_; }  // by this rank's collectives so far
+  // The gradient sums so far (docs/distributed.md, "Overlap"): how many buckets they had, how
+  // many of them started while part of the gradient was not ready yet (so while the backward
+  // pass was still running), and how long finish_sum took (the wait after the backward pass).
+  struct SumStats {
+    int64_t sums = 0, buckets = 0, started_early = 0;
+    double wait_seconds = 0;
+  };
+  const SumStats& sum_stats() const { return sum_stats_; }
   // Ranks on this rank's host (hosts() equal to its own).
   int local_size() const;
 
  protected:
   int64_t bytes_sent_ = 0;
+  SumStats sum_stats_;
 };
 
-// The group of this process alone: sum_in_order adds its own micro-batches in order.
+// The group of this process alone: finish_sum adds its own micro-batches in order.
 ProcessGroup& one_process();
 
 // True when this toy was built with MPI.
@@ -61,9 +82,20 @@ bool mpi_built();
 // its environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE); 0 when none did.
 int launched_size();
 
+// How the MPI group exchanges gradients, from the environment of rank 0 (docs/distributed.md):
+//   TOY_GRAD_BUCKET   floats per bucket, 256 … 2^28; default 2^18 (1 MiB)
+//   TOY_GRAD_OVERLAP  1 (default): buckets start during the backward pass; 0: after it
+// Neither changes a bit of the result.
+struct ExchangeOptions {
+  int64_t bucket = int64_t(1) << 18;
+  bool overlap = true;
+};
+// Throws std::runtime_error for a value out of range.
+ExchangeOptions exchange_options_from_env();
+
 // The group of the processes the launcher started: MPI_COMM_WORLD, joined on the first call
 // (MPI_Init), or one_process() when no launcher started this one. Throws std::runtime_error when
-// a launcher started it but toy was built without MPI.
+// a launcher started it but toy was built without MPI, or for a bad TOY_GRAD_* variable.
 ProcessGroup& world();
 // Leaves MPI after a run that ended the same way on every rank (MPI_Finalize); nothing without
 // MPI. A rank that fails does not call it: it exits, and the launcher ends the other ranks.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "toy/archs/lora.h"
 #include "toy/io/file_type.h"
@@ -84,6 +85,30 @@ void set_grads(std::span<Tensor> params, const float* sum) {
   }
 }
 
+// The backward pass of this rank's last micro-batch, during the group's sum (start_sum …
+// finish_sum): each parameter's gradient is copied into `row` [P] (params end to end) and handed
+// to the group the moment the walk has finished it, so that its bucket can be on the wire while
+// the walk goes on through the layers below.
+void backward_exchanging(const Tensor& loss, std::span<const Tensor> params, float* row, ProcessGroup& group) {
+  std::unordered_map<const TensorImpl*, size_t> index;  // a parameter's place in params
+  std::vector<int64_t> offset(params.size() + 1);       // its first element in row
+  for (size_t i = 0; i < params.size(); ++i) {
+    index[params[i].impl()] = i;
+    offset[i + 1] = offset[i] + params[i].numel();
+  }
+  std::vector<bool> handed(params.size());
+  auto hand_over = [&](size_t i) {
+    copy_grads(params.subspan(i, 1), row + offset[i]);
+    group.ready(offset[i], params[i].numel());
+    handed[i] = true;
+  };
+  loss.backward([&](const Tensor& leaf) {
+    if (const auto it = index.find(leaf.impl()); it != index.end()) hand_over(it->second);
+  });
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!handed[i]) hand_over(i);  // a parameter the loss does not reach: its zeros
+}
+
 }  // namespace
 
 double TrainEngine::forward_backward(const Batch& b) {
@@ -113,16 +138,23 @@ double TrainEngine::forward_backward(const Batch& b) {
                       b.targets.row_slice(k * Bm * T, (k + 1) * Bm * T)};  // [Bm·T]
     for (Tensor& p : params_) p.zero_grad();
     Tensor loss = loss_of(micro);
-    loss.backward();  // g_k alone: a tied weight's two uses add up within it, before the sum over k
-    losses[size_t(j)] = loss.item();
-    if (N > 1)
+    // g_k alone: a tied weight's two uses add up within it, before the sum over k
+    if (N == 1) {
+      loss.backward();
+      if (j == 0)
+        copy_grads(params_, sum.data());
+      else
+        add_grads(params_, sum.data());  // one running sum: ((g_0 + g_1) + g_2) + …
+    } else if (j < m - 1) {
+      loss.backward();
       copy_grads(params_, mine.data() + j * P);
-    else if (j == 0)
-      copy_grads(params_, sum.data());
-    else
-      add_grads(params_, sum.data());  // one running sum: ((g_0 + g_1) + g_2) + …
+    } else {  // this rank's last micro-batch: the exchange of the step's sum overlaps its backward pass
+      group_->start_sum(mine, m, sum);
+      backward_exchanging(loss, params_, mine.data() + j * P, *group_);
+    }
+    losses[size_t(j)] = loss.item();
   }
-  if (N > 1) group_->sum_in_order(mine, m, sum);
+  if (N > 1) group_->finish_sum();  // waits for the buckets still in flight
   set_grads(params_, sum.data());
   scale_grads(params_, float(1.0 / double(K)));  // Σ_k ∇mean_k / K = ∇ of the mean over all B·T targets
   double total = 0;
@@ -132,7 +164,9 @@ double TrainEngine::forward_backward(const Batch& b) {
 
 StepResult TrainEngine::step(const Batch& b) {
   StepResult r;
+  const double waited = group_->sum_stats().wait_seconds;
   r.loss = forward_backward(b);
+  r.exchange_wait = group_->sum_stats().wait_seconds - waited;
   r.grad_norm = global_grad_norm(params_);
   r.clip_scale = clip_grad_norm(params_, c_.clip, r.grad_norm);
   r.lr = lr_at(c_.schedule, opt_.steps());

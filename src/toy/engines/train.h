@@ -59,10 +59,11 @@ struct TrainConfig {
 };
 
 struct StepResult {
-  double loss = 0;       // of this step's forward pass, before its update
-  double grad_norm = 0;  // global L2 norm of the gradient, before clipping
-  float lr = 0;          // learning rate used by the update
-  float clip_scale = 1;  // factor the gradient was scaled by (1: not clipped)
+  double loss = 0;           // of this step's forward pass, before its update
+  double grad_norm = 0;      // global L2 norm of the gradient, before clipping
+  float lr = 0;              // learning rate used by the update
+  float clip_scale = 1;      // factor the gradient was scaled by (1: not clipped)
+  double exchange_wait = 0;  // seconds waited for the gradient exchange after the backward pass (N > 1)
 };
 
 // Replaces every parameter of `m` by an owned F32 copy that requires grad (mapped, F16 or

@@ -118,10 +118,17 @@ class Console : public Observer {
                  (long long)e.steps_run, (long long)tokens, Progress::duration(e.seconds).c_str(),
                  double(tokens) / e.seconds, e.loss,
                  e.eval_loss >= 0 ? (", eval " + std::to_string(e.eval_loss)).c_str() : "", t.run_dir().c_str());
-    if (const ProcessGroup& w = t.world(); w.size() > 1 && e.steps_run > 0)  // docs/distributed.md: the volume
+    if (const ProcessGroup& w = t.world(); w.size() > 1 && e.steps_run > 0) {  // docs/distributed.md: the volume
       std::fprintf(t.io().err, "%d processes: rank 0 sent %.3f MB a step to the others (%lld bytes in %lld steps)\n",
                    w.size(), double(w.bytes_sent()) / double(e.steps_run) / 1e6, (long long)w.bytes_sent(),
                    (long long)e.steps_run);
+      if (const ProcessGroup::SumStats& s = w.sum_stats(); s.sums > 0)  // and the overlap
+        std::fprintf(t.io().err,
+                     "gradient exchange: %lld of %lld buckets in %lld steps started during the backward pass; "
+                     "rank 0 waited %.2f ms a step for the rest after it\n",
+                     (long long)s.started_early, (long long)s.buckets, (long long)s.sums,
+                     s.wait_seconds / double(s.sums) * 1e3);
+    }
     if (e.reason == EndReason::Interrupted && e.step == 0)
       std::fprintf(t.io().err, "no step finished: nothing to resume (%s has no checkpoint)\n", t.run_dir().c_str());
     else if (e.reason == EndReason::Interrupted)
@@ -174,15 +181,17 @@ class EventFile : public Observer {
   void on_step(Trainer& t, const StepReport& r) override {
     if (!std::isfinite(r.result.loss)) return;  // run_end says "diverged"
     const int64_t step_tokens = tokens_per_step(t.config());
-    log_.emit("step", {{"phase", t.config().recipe},
-                       {"step", r.step},
-                       {"loss", r.result.loss},
-                       {"lr", r.result.lr},
-                       {"tokens", r.step * step_tokens},
-                       {"wall_us", micros(r.seconds)},
-                       {"grad_norm", r.result.grad_norm},
-                       {"clip_scale", r.result.clip_scale},
-                       {"tokens_per_s", double(step_tokens) / r.seconds}});
+    ordered_json e = {{"phase", t.config().recipe},
+                      {"step", r.step},
+                      {"loss", r.result.loss},
+                      {"lr", r.result.lr},
+                      {"tokens", r.step * step_tokens},
+                      {"wall_us", micros(r.seconds)},
+                      {"grad_norm", r.result.grad_norm},
+                      {"clip_scale", r.result.clip_scale},
+                      {"tokens_per_s", double(step_tokens) / r.seconds}};
+    if (t.world().size() > 1) e["exchange_wait_us"] = micros(r.result.exchange_wait);
+    log_.emit("step", e);
   }
   void on_eval(Trainer&, const EvalReport& r) override {
     log_.emit("eval", {{"step", r.step}, {"loss", r.loss}, {"batches", r.batches}, {"wall_us", micros(r.seconds)}});
@@ -206,6 +215,14 @@ class EventFile : public Observer {
       end["tokens_per_s"] = double(tokens) / e.seconds;
       end["checkpoint"] =
           fs::relative(checkpoint_model_path(t.run_dir(), e.step, t.checkpoint_dir()), t.run_dir()).string();
+    }
+    if (const ProcessGroup& w = t.world(); w.size() > 1) {  // rank 0's side of it (docs/distributed.md)
+      const ProcessGroup::SumStats& s = w.sum_stats();
+      end["gradient_exchange"] = {{"bytes_sent", w.bytes_sent()},
+                                  {"sums", s.sums},
+                                  {"buckets", s.buckets},
+                                  {"buckets_started_in_backward", s.started_early},
+                                  {"wait_us", micros(s.wait_seconds)}};
     }
     log_.emit("run_end", end);
   }

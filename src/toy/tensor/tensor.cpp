@@ -1,6 +1,7 @@
 // tensor/tensor.cpp — storage, views and the reverse-mode autograd walk.
 #include "toy/tensor/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -319,7 +320,7 @@ void accumulate(std::shared_ptr<TensorImpl>& acc, const Tensor& g) {
   for (int64_t i = 0, n = g.numel(); i < n; ++i) a[i] += b[i];
 }
 
-void Tensor::backward() const {
+void Tensor::backward(const std::function<void(const Tensor& leaf)>& on_grad_final) const {
   if (numel() != 1) throw ShapeError("backward: expected a scalar, got " + to_string(shape()));
   if (!requires_grad()) throw std::logic_error("backward: the tensor does not require grad");
   NoGrad no_grad;  // backward rules are not themselves recorded
@@ -340,34 +341,52 @@ void Tensor::backward() const {
     order.push_back(t);
     stack.pop_back();
   }
+  std::reverse(order.begin(), order.end());  // the walk: the output first
+
+  // final_after[i]: the leaves whose last use is node order[i], so whose grad is final once it has run.
+  std::vector<std::vector<Tensor>> final_after(on_grad_final ? order.size() : 0);
+  if (on_grad_final) {
+    std::unordered_map<TensorImpl*, size_t> last_use;
+    for (size_t i = 0; i < order.size(); ++i)
+      for (const Tensor& in : order[i]->grad_fn->inputs)
+        if (in.requires_grad() && !in.impl()->grad_fn) last_use[in.impl()] = i;
+    for (size_t i = 0; i < order.size(); ++i)
+      for (const Tensor& in : order[i]->grad_fn->inputs)
+        if (const auto u = last_use.find(in.impl()); u != last_use.end() && u->second == i) {
+          final_after[i].push_back(in);
+          last_use.erase(u);  // once, though a node may list the leaf twice
+        }
+  }
 
   std::unordered_map<TensorImpl*, std::shared_ptr<TensorImpl>> grads;
   grads[impl_.get()] = Tensor::full(shape(), 1.0f).impl_ptr();
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    TensorImpl* t = *it;
-    auto g = grads.find(t);
-    if (g == grads.end()) continue;
-    Tensor dout(g->second);
-    grads.erase(g);
-    const Node& n = *t->grad_fn;
-    std::vector<Tensor> dins = n.backward(dout);
-    for (size_t i = 0; i < n.inputs.size() && i < dins.size(); ++i) {
-      const Tensor& in = n.inputs[i];
-      if (!dins[i].defined() || !in.requires_grad()) continue;
-      if (dins[i].shape() != in.shape())
-        throw ShapeError(std::string(n.op) + " backward: gradient " + to_string(dins[i].shape()) + " for input " +
-                         to_string(in.shape()));
-      std::shared_ptr<TensorImpl>& slot = in.impl()->grad_fn ? grads[in.impl()] : in.impl()->grad;
-      // A fresh gradient that nothing else references (no other handle, no view of its
-      // storage) becomes the slot itself instead of being copied into a new one.
-      Tensor gi = std::move(dins[i]);
-      if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 &&
-          gi.impl()->storage->writable && gi.impl()->offset == 0 && gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
-        slot = gi.impl_ptr();
-        continue;
+  for (size_t i = 0; i < order.size(); ++i) {
+    TensorImpl* t = order[i];
+    if (auto g = grads.find(t); g != grads.end()) {
+      Tensor dout(g->second);
+      grads.erase(g);
+      const Node& n = *t->grad_fn;
+      std::vector<Tensor> dins = n.backward(dout);
+      for (size_t k = 0; k < n.inputs.size() && k < dins.size(); ++k) {
+        const Tensor& in = n.inputs[k];
+        if (!dins[k].defined() || !in.requires_grad()) continue;
+        if (dins[k].shape() != in.shape())
+          throw ShapeError(std::string(n.op) + " backward: gradient " + to_string(dins[k].shape()) + " for input " +
+                           to_string(in.shape()));
+        std::shared_ptr<TensorImpl>& slot = in.impl()->grad_fn ? grads[in.impl()] : in.impl()->grad;
+        // A fresh gradient that nothing else references (no other handle, no view of its
+        // storage) becomes the slot itself instead of being copied into a new one.
+        Tensor gi = std::move(dins[k]);
+        if (!slot && gi.impl_ptr().use_count() == 1 && gi.impl()->storage.use_count() == 1 &&
+            gi.impl()->storage->writable && gi.impl()->offset == 0 && gi.dtype() == DType::F32 && !gi.impl()->grad_fn) {
+          slot = gi.impl_ptr();
+          continue;
+        }
+        accumulate(slot, gi);
       }
-      accumulate(slot, gi);
     }
+    if (on_grad_final)
+      for (const Tensor& leaf : final_after[i]) on_grad_final(leaf);
   }
 }
 

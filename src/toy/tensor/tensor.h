@@ -148,7 +148,11 @@ class Tensor {
   Tensor& requires_grad_(bool on = true);
   Tensor grad() const { return impl_->grad ? Tensor(impl_->grad) : Tensor(); }
   void zero_grad() { impl_->grad.reset(); }
-  void backward() const;  // this must be a scalar (numel 1)
+  // this must be a scalar (numel 1). `on_grad_final`, when given, is called once for each leaf
+  // that requires grad and that the graph reaches, as soon as the leaf's grad() is final: right
+  // after the last node that uses it has run (data-parallel training starts sending a parameter's
+  // gradient then while the walk goes on: docs/distributed.md, "Overlap").
+  void backward(const std::function<void(const Tensor& leaf)>& on_grad_final = {}) const;
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
