@@ -314,3 +314,84 @@ TEST(Card, FloatsReadBackExactly) {
   EXPECT_EQ(specs[0].name, "token_embd.weight");
   EXPECT_EQ(specs[0].shape, (toy::Shape{300, 64}));
 }
+
+// The hybrids' cards: the layer pattern, the Gated DeltaNet recurrence (convolution, L2 norms, the
+// delta rule, the gated norm) with its head map, the gated attention of qwen35 and qwen3next, and
+// Dragon's differential attention and Scalable-Softmax only where its keys turn them on.
+TEST(Card, HybridsShowTheirLayers) {
+  auto card_of = [](const std::string& rel) -> std::string {
+    const fs::path p = toy::test::fixture(rel);
+    return p.empty() ? "" : toy::card::render(toy::card::from_gguf(*GgufFile::open(p.string())));
+  };
+  const std::string gdn[] = {"## Layer pattern",
+                             "## Algorithm 6: GatedDeltaNet",
+                             "A ← GatedDeltaNet(X̃ | ℓ)",
+                             "blk.ℓ.ssm_conv1d[:, j] ⊙ Y[t − d_conv + 1 + j]",
+                             "K[t, i] / max(‖K[t, i]‖, ε)",
+                             "S ← exp(g[t, h]) · S",
+                             "S ← S + K[t, i] · (β[t, h] · (V[t, h] − u))ᵀ",
+                             "O[t, h] ← Sᵀ · Q[t, i] / √D_k",
+                             "RMSNorm(O[t, h] | blk.ℓ.ssm_norm) ⊙ silu(Z[t, h])",
+                             "softplus(a + blk.ℓ.ssm_dt.bias) · blk.ℓ.ssm_a"};
+  const std::string qwen35 = card_of("models/qwen35/qwen35-f32.gguf");
+  if (qwen35.empty()) GTEST_SKIP() << "fixtures not found";
+  const std::string qwen3next = card_of("models/qwen3next/qwen3next-f32.gguf");
+  for (const std::string& card : {qwen35, qwen3next}) {
+    for (const std::string& line : gdn) EXPECT_NE(card.find(line), std::string::npos) << line;
+    EXPECT_NE(card.find("`GA GA`"), std::string::npos);  // full_attention_interval 2 over 4 layers
+    EXPECT_NE(card.find("𝒜 = {1, 3}"), std::string::npos);
+    EXPECT_NE(card.find("O[:, h] ← O[:, h] ⊙ σ(G[:, h])"), std::string::npos);  // gated attention
+    EXPECT_NE(card.find("[T, n_head, 2·d_head] = [T, 4, 128]"), std::string::npos);
+    EXPECT_NE(card.find("RMSNorm(X | blk.ℓ.post_attention_norm)"), std::string::npos);
+    EXPECT_EQ(card.find("softmax(S₁)"), std::string::npos);
+  }
+  EXPECT_NE(qwen35.find("i ← h mod H_k = h mod 2"), std::string::npos);  // llama.cpp repeats the key heads
+  EXPECT_NE(qwen35.find("blk.ℓ.ssm_betaᵀ"), std::string::npos);
+  EXPECT_NE(qwen3next.find("i ← ⌊h / (H_v / H_k)⌋ = ⌊h / 2⌋"), std::string::npos);
+  EXPECT_NE(qwen3next.find("[b | a] ← X̃ · blk.ℓ.ssm_baᵀ"), std::string::npos);
+  EXPECT_NE(qwen3next.find("the k weights renormalised"), std::string::npos);
+  EXPECT_NE(qwen3next.find("return y + σ(x · blk.ℓ.ffn_gate_inp_shexp) · y_s"), std::string::npos);
+  EXPECT_NE(qwen3next.find("d_ff = 64"), std::string::npos);  // an expert's hidden size
+
+  // Dragon, from its card: three Gated DeltaNet layers then differential attention with SSMax; with
+  // both variants off, plain attention.
+  auto dragon = [](int differential, int ssmax) {
+    const std::string text =
+        "```toy-card\n"
+        "general.architecture: string = \"dragon\"\n"
+        "dragon.context_length: u32 = 64\n"
+        "dragon.embedding_length: u32 = 32\n"
+        "dragon.block_count: u32 = 8\n"
+        "dragon.feed_forward_length: u32 = 64\n"
+        "dragon.attention.head_count: u32 = 4\n"
+        "dragon.attention.layer_norm_rms_epsilon: f32 = 1e-06\n"
+        "dragon.attention.differential: u32 = " +
+        std::to_string(differential) + "\ndragon.attention.ssmax: u32 = " + std::to_string(ssmax) +
+        "\n"
+        "dragon.ssm.conv_kernel: u32 = 4\n"
+        "dragon.ssm.state_size: u32 = 8\n"
+        "dragon.ssm.group_count: u32 = 2\n"
+        "dragon.ssm.time_step_rank: u32 = 4\n"
+        "dragon.ssm.inner_size: u32 = 32\n"
+        "card.n_vocab: u32 = 64\n"
+        "card.tied_output: bool = true\n"
+        "```\n";
+    return toy::card::render(toy::card::parse(text, "dragon.md"));
+  };
+  const std::string both = dragon(1, 1);
+  for (const std::string& line : gdn) EXPECT_NE(both.find(line), std::string::npos) << line;
+  for (const char* line :
+       {"`GGGA GGGA`", "𝒜 = {3, 7}", "toy's own", "i ← ⌊h / (H_v / H_k)⌋ = ⌊h / 2⌋",
+        "Attention(X̃ | ℓ), multi-head, causal, RoPE, differential, Scalable-Softmax", "halves of d_head/2 = 4",
+        "λ_init ← 0.8 − 0.6·exp(−0.3·ℓ)",
+        "λ ← exp(blk.ℓ.attn_lambda_q1 · blk.ℓ.attn_lambda_k1) − exp(blk.ℓ.attn_lambda_q2 · "
+        "blk.ℓ.attn_lambda_k2) + λ_init",
+        "Sᵢ ← Qᵢ[:, h] · Kᵢ[:, g]ᵀ / √(d_head/2)", "O[:, h] ← (softmax(S₁) − λ · softmax(S₂)) · V[:, g]",
+        "(1 − λ_init) · RMSNorm(O[t, h] | blk.ℓ.attn_sub_norm)",
+        "Q[t, h] ← Q[t, h] · blk.ℓ.attn_ssmax[h] · log n_t,  n_t = p₀ + t + 1"})
+    EXPECT_NE(both.find(line), std::string::npos) << line;
+  const std::string plain = dragon(0, 0);
+  EXPECT_NE(plain.find("O[:, h] ← softmax(S) · V[:, g]"), std::string::npos);
+  for (const char* absent : {"softmax(S₁)", "attn_ssmax", "λ_init", "σ(G[:, h])"})
+    EXPECT_EQ(plain.find(absent), std::string::npos) << absent;
+}

@@ -43,8 +43,9 @@ std::span<const float> values(const Tensor& t) { return {t.data(), size_t(t.nume
 
 }  // namespace
 
-// 1,000 tokens (16 chunks of 64 and a partial one), both head maps: the chunked form equals the
-// plain recurrence computed in double, output and final state, to float32 precision.
+// 1,000 tokens (16 chunks of 64 and a partial one), both head maps, and Qwen3.5's head size: the
+// chunked form equals the plain recurrence computed in double, output and final state, to float32
+// precision.
 TEST(DeltaRule, ChunkedFormMatchesTheRecurrenceInDouble) {
   const int64_t T = 1000, Hk = 2, Hv = 4, D = 16;
   for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
@@ -63,6 +64,17 @@ TEST(DeltaRule, ChunkedFormMatchesTheRecurrenceInDouble) {
                               one_state.data_mut(), one.data_mut(), 1);
     EXPECT_LE(nmse(values(want), values(one)), 1e-12);
   }
+  // Qwen3.5's head size (128) over two chunks of 64 and a tail of 3 tokens (run as the recurrence).
+  const int64_t T2 = 131, D2 = 128;
+  Inputs in = inputs(T2, 1, 2, D2, 9);
+  Tensor want_state = in.state.clone(), want = Tensor::empty({T2, 2, D2});
+  const kernels::DeltaRuleGeometry geo{.T = T2, .Hk = 1, .Hv = 2, .Dk = D2, .Dv = D2, .tiled = true};
+  kernels::reference::gated_delta_rule<double>(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                                               want_state.data_mut(), want.data_mut());
+  Tensor state = in.state.clone();
+  const Tensor got = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, state, HeadMap::Tiled);
+  EXPECT_LE(nmse(values(want), values(got)), 1e-12);
+  EXPECT_LE(nmse(values(want_state), values(state)), 1e-12);
 }
 
 // The recorded gradient of q, k, v, g and β (token by token backwards through the states) against
@@ -186,7 +198,8 @@ TEST(DeltaRule, ConvolutionNormAndDecayGradientsMatchFiniteDifferences) {
 
 // A small random qwen35 (a Gated DeltaNet layer, then an attention layer): a prompt fed in pieces
 // through the engine's caches gives the logits of one batch; after reset() the state starts from
-// zero again; a layer asked to continue a sequence whose state it does not hold refuses.
+// zero again; the KV cache has rows for the attention layer only; a layer asked to continue a
+// sequence whose state it does not hold refuses.
 TEST(DeltaNet, TheStateIsTheLayersCache) {
   auto u32 = [](int64_t v) { return gguf::Value::of_u32(uint32_t(v)); };
   const ModelShape shape{.arch = "qwen35",
@@ -209,6 +222,9 @@ TEST(DeltaNet, TheStateIsTheLayersCache) {
   EXPECT_LE(nmse(whole, pieces), 1e-12);
   engine.reset();
   EXPECT_EQ(engine.feed(ids).to_vector(), whole);
+  // KV rows for the attention layer only: layers × (K, V) × n_ctx × Hkv × Dh × 4 bytes, one layer.
+  EXPECT_EQ(engine.kv_cache_bytes(), size_t(1 * 2 * 64 * 1 * 16) * 4);
+  EXPECT_LE(nmse(whole, model->forward(Tensor::from_ids({1, 8}, ids), Ctx{}).to_vector()), 1e-12);  // no cache
 
   NoGrad no_grad;
   RecurrentState fresh;

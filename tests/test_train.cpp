@@ -555,6 +555,34 @@ TEST(TrainCli, DragonTrainsWithItsAttentionLayer) {
   EXPECT_FALSE(g.out.empty());
 }
 
+// The layer pattern and the attention variants as flags: a 4-layer Dragon with attention every
+// second layer, plain softmax attention, writes those keys (config.json keeps the settings) and
+// its card shows the pattern.
+TEST(TrainCli, DragonPatternAndAttentionFromFlags) {
+  TrainDir d;
+  const std::string corpus = write_corpus(d);
+  auto r = test::run_toy("train from-scratch --arch dragon --corpus " + corpus +
+                         " --d-model 32 --layers 4 --heads 4 --ff 64 --context 16 --batch 2 --steps 2 --eval-every 0"
+                         " --no-progress --full-attention-interval 2 --no-differential --no-ssmax --runs-dir " +
+                         d.path("runs") + " --run-id p");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path ckpt = d.dir / "runs" / "p" / "weights" / "final.gguf";
+  auto f = gguf::GgufFile::open(ckpt.string());
+  EXPECT_EQ(f->opt_int("dragon.full_attention_interval"), 2);
+  EXPECT_EQ(f->opt_int("dragon.attention.differential"), 0);
+  EXPECT_EQ(f->opt_int("dragon.attention.ssmax"), 0);
+  const json config = json::parse(test::read_text(d.dir / "runs" / "p" / "config.json"));
+  EXPECT_EQ(config["full-attention-interval"], 2);
+  EXPECT_EQ(config["differential"], false);
+  EXPECT_EQ(config["ssmax"], false);
+  auto card = test::run_toy("describe " + ckpt.string() + " --card");
+  ASSERT_EQ(card.code, 0) << card.err;
+  EXPECT_NE(card.out.find("`GA GA`"), std::string::npos) << card.out;
+  EXPECT_NE(card.out.find("𝒜 = {1, 3}"), std::string::npos);
+  for (const char* absent : {"attn_lambda_q1", "attn_ssmax", "softmax(S₁)"})
+    EXPECT_EQ(card.out.find(absent), std::string::npos) << absent;
+}
+
 TEST(TrainCli, SameCommandSameBitsWhateverTheThreadCount) {
   TrainDir d;
   const std::string corpus = write_corpus(d);
@@ -721,6 +749,13 @@ TEST(TrainCli, BadInputIsAClearError) {
   expect("from-scratch --corpus " + corpus + kTiny + " --experts 4", 2, "mixture-of-experts");
   expect("from-scratch --corpus " + corpus + kTiny + " --arch gpt2 --rope-base 1e4", 2, "learned positions");
   expect("from-scratch --corpus " + corpus + kTiny + " --arch olmoe --experts 2 --experts-used 3", 2, "--experts");
+  expect("from-scratch --corpus " + corpus + kTiny + " --full-attention-interval 2", 2,
+         "--full-attention-interval applies to the hybrids");
+  expect("from-scratch --corpus " + corpus + kTiny + " --arch qwen35 --no-differential", 2,
+         "--no-differential applies to architectures with differential attention");
+  expect("from-scratch --corpus " + corpus + kTiny + " --arch gemma2 --no-ssmax", 2, "--no-ssmax applies to");
+  expect("from-scratch --corpus " + corpus + kTiny + " --arch dragon --full-attention-interval -1", 2,
+         "--full-attention-interval must be in [0, 4096]");
   // An existing run directory is not overwritten.
   ASSERT_EQ(test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 1 --run-id x" + runs).code, 0);
   expect("from-scratch --corpus " + corpus + kTiny + " --steps 1 --run-id x", 2, "exists");

@@ -37,7 +37,8 @@ const TrainRunConfig kDefaults;
 const std::set<std::string> kResumable = {"steps",      "log-every", "eval-every",  "checkpoint-every",
                                           "stop-after", "threads",   "eval-batches"};
 // Flags that are not settings.
-const std::set<std::string> kNotSettings = {"resume", "untied", "no-mask-prompt", "train-embd", "no-progress"};
+const std::set<std::string> kNotSettings = {"resume",      "untied",          "no-mask-prompt", "train-embd",
+                                            "no-progress", "no-differential", "no-ssmax"};
 
 // Ctrl-C (SIGINT) or SIGTERM: the run ends after the step in flight with a checkpoint (exit 130);
 // a second one ends the process at once, as main()'s handler does.
@@ -116,6 +117,14 @@ std::vector<Flag> flags() {
        "experts per layer of a mixture-of-experts architecture (olmoe; 0: its default, 8)"},
       {"experts-used", FlagType::Int, std::to_string(d.n_expert_used),
        "experts each token is routed to, top-k (olmoe; 0: its default, 2)"},
+      {"full-attention-interval", FlagType::Int, std::to_string(d.full_attention_interval),
+       "the layer pattern of a Gated DeltaNet hybrid (qwen35, qwen3next, dragon; GGUF full_attention_interval): "
+       "layer l is attention when (l + 1) % N == 0, the others Gated DeltaNet (0: its default, 4: three Gated "
+       "DeltaNet layers, then attention)"},
+      {"no-differential", FlagType::Bool, "",
+       "dragon: plain softmax attention instead of differential attention (attention.differential = 0)"},
+      {"no-ssmax", FlagType::Bool, "",
+       "dragon: the attention logits without Scalable-Softmax's s·log n scale (attention.ssmax = 0)"},
       // optimisation
       {"context", FlagType::Int, std::to_string(d.context), "tokens per training sequence T"},
       {"batch", FlagType::Int, std::to_string(d.batch), "sequences per step B (per micro-batch with --grad-accum)"},
@@ -180,10 +189,12 @@ int run(const Args& a) {
     j["tied"] = !a.flag("untied");
     j["mask-prompt"] = !a.flag("no-mask-prompt");
     j["train-embd"] = a.flag("train-embd");
+    j["differential"] = !a.flag("no-differential");
+    j["ssmax"] = !a.flag("no-ssmax");
   } else {
     j["stop-after"] = 0;  // per invocation, not per run
     j["threads"] = 0;
-    for (const char* f : {"untied", "no-mask-prompt", "train-embd"})
+    for (const char* f : {"untied", "no-mask-prompt", "train-embd", "no-differential", "no-ssmax"})
       if (a.has(f)) throw UsageError(std::string("--") + f + " cannot be changed when resuming (config.json fixes it)");
   }
   for (const Flag& f : flags()) {
@@ -210,7 +221,7 @@ int run(const Args& a) {
   if (recipe) j["recipe"] = *recipe;
   if (!a.str("init-weights").empty())
     for (const char* f : {"arch", "d-model", "layers", "heads", "kv-heads", "ff", "untied", "rope-base", "rms-eps",
-                          "experts", "experts-used"})
+                          "experts", "experts-used", "full-attention-interval", "no-differential", "no-ssmax"})
       if (a.has(f)) std::fprintf(stderr, "warning: --%s is ignored: the shapes come from --init-weights\n", f);
   if (!a.str("init-adapter").empty())
     for (const char* f : {"targets", "rank", "alpha"})

@@ -10,6 +10,8 @@
 //   tensors(v, w, h)            the tensor table: GGUF name, field, shape, init rule
 //   forward(w, h, tokens, ctx)  the forward pass, on one screen
 //   untrainable (optional)      why training it is not written yet (a primitive without its backward)
+//   h.full_attention(ℓ) (optional, on Hparams)  which layers attend, the others being recurrent:
+//                               only those get KV cache rows (archs/hybrid.h)
 //
 // The tables are templates over a visitor `v`; the visitors below read them to load a file with
 // shape checks, validate and write metadata, make random weights, walk the parameters, and
@@ -305,6 +307,12 @@ class ArchModel final : public Model {
     Hparams h = h_;
     A::keys(v, h);
   }
+  bool attends(int64_t layer) const override {
+    if constexpr (requires(const Hparams& h) { h.full_attention(int64_t{}); })  // a hybrid (archs/hybrid.h)
+      return h_.full_attention(layer);
+    else
+      return true;
+  }
   const Hparams& hparams() const { return h_; }
 
  private:
@@ -352,6 +360,14 @@ Architecture architecture() {
     RandomInit init(seed);
     A::tensors(init, w, h);
     return std::make_unique<Model_>(std::move(h), std::move(w));
+  };
+  a.key_names = [](const Metadata& meta) {
+    typename A::Hparams h = read_hparams<A>(meta, /*n_vocab=*/1, /*tied=*/true, KeyReader::Mode::NewModel);
+    KeyValues kv;
+    A::keys(kv, h);
+    std::vector<std::string> names;
+    for (const auto& [name, value] : kv.values) names.push_back(name);
+    return names;
   };
   a.describe = [](const Metadata& meta, int64_t n_vocab, bool tied, const std::vector<std::string>& present) {
     typename A::Hparams h = read_hparams<A>(meta, n_vocab, tied, KeyReader::Mode::File);

@@ -90,7 +90,7 @@ struct Dragon {
     DragonAttentionConfig a = {
         .attn = rope_attention(h, variant), .differential = h.differential != 0, .ssmax = h.ssmax != 0, .eps = h.eps};
     a.attn.options.scale = 1.0f / std::sqrt(float(h.d_head / h.parts()));
-    const GatedDeltaNetConfig gdn = delta_net_config(h, HeadMap::Grouped);
+    const GatedDeltaNetConfig gdn = delta_net_config(h, variant.delta_heads);
     const RopeTable angles = rope_angles(ctx.positions(tokens), a.attn.rope);  // once per forward
     Tensor x = embedding(w.token_embd, tokens);                                // [B, T, D]
     for (int64_t l = 0; l < h.n_layer; ++l) {

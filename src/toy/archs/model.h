@@ -14,6 +14,7 @@
 
 #include "toy/blocks/blocks.h"
 #include "toy/io/gguf.h"
+#include "toy/primitives/delta_rule.h"
 
 namespace toy {
 
@@ -43,6 +44,9 @@ class Model {
   virtual void for_each_param(const std::function<void(Tensor&)>& fn) = 0;
   // general.architecture and the `<arch>.*` keys that describe this model.
   virtual void write_metadata(gguf::GgufWriter& w) const = 0;
+  // Whether `layer` attends, and so keeps keys and values in a KV cache: every layer, except a
+  // hybrid's recurrent ones (their state is a RecurrentState).
+  virtual bool attends(int64_t layer) const = 0;
 
  protected:
   ModelConfig config_;
@@ -74,11 +78,13 @@ struct Variant {
   Positions positions = Positions::RopeNorm;
   QkNorm qk_norm = QkNorm::None;
   FfnKind ffn = FfnKind::SwiGlu;
-  bool sandwich_norms = false;  // post_attention_norm / post_ffw_norm (gemma2)
-  bool embed_scale = false;     // x·√d_model after the lookup (gemma2)
-  bool softcap = false;         // attention and final logit soft-caps (gemma2)
-  bool sliding_window = false;  // local attention on some layers (gemma2)
-  const char* norm_note = "";   // what the card adds about the norm weights
+  bool sandwich_norms = false;             // post_attention_norm / post_ffw_norm (gemma2)
+  bool embed_scale = false;                // x·√d_model after the lookup (gemma2)
+  bool softcap = false;                    // attention and final logit soft-caps (gemma2)
+  bool sliding_window = false;             // local attention on some layers (gemma2)
+  bool moe_renormalize = false;            // the k chosen experts' weights divided by their sum (qwen3next; olmoe: not)
+  HeadMap delta_heads = HeadMap::Grouped;  // Gated DeltaNet: the key head value head h reads (qwen35: Tiled)
+  const char* norm_note = "";              // what the card adds about the norm weights
 };
 enum class Init { Normal, Ones, Zeros, MinusOnes };  // a new weight: N(0, 0.02), 1, 0 or −1
 struct TensorSpec {
@@ -107,6 +113,9 @@ struct Architecture {
   // `seed`) for metadata `meta`; keys a file must have but `meta` lacks take their defaults for
   // a new model. Throws std::invalid_argument naming the key.
   std::function<std::unique_ptr<Model>(const Metadata& meta, int64_t n_vocab, bool tied, uint64_t seed)> random;
+  // The names of the keys (without `<arch>.`) a new model of metadata `meta` has: its key table,
+  // so that a flag setting a key can be refused for an architecture without it. Throws as random.
+  std::function<std::vector<std::string>(const Metadata& meta)> key_names;
   // The model a file or a card with metadata `meta` describes. `present` names the optional
   // tensors that exist (e.g. rope_freqs.weight). Throws std::invalid_argument.
   std::function<Description(const Metadata& meta, int64_t n_vocab, bool tied, const std::vector<std::string>& present)>

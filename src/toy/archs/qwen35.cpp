@@ -16,8 +16,10 @@ namespace {
 
 struct Qwen35 {
   static constexpr const char* name = "qwen35";
-  static constexpr Variant variant = {
-      .hf_class = "Qwen3_5ForCausalLM", .positions = Positions::RopeNeox, .qk_norm = QkNorm::PerHead};
+  static constexpr Variant variant = {.hf_class = "Qwen3_5ForCausalLM",
+                                      .positions = Positions::RopeNeox,
+                                      .qk_norm = QkNorm::PerHead,
+                                      .delta_heads = HeadMap::Tiled};
 
   using Hparams = HybridHparams;
   template <class V>
@@ -59,7 +61,7 @@ struct Qwen35 {
 
   static Tensor forward(const Weights& w, const Hparams& h, const Tensor& tokens, const Ctx& ctx) {
     const AttentionConfig a = rope_attention(h, variant);
-    const GatedDeltaNetConfig gdn = delta_net_config(h, HeadMap::Tiled);
+    const GatedDeltaNetConfig gdn = delta_net_config(h, variant.delta_heads);
     const RopeTable angles = rope_angles(ctx.positions(tokens), a.rope);  // once per forward
     Tensor x = embedding(w.token_embd, tokens);                           // [B, T, D]
     for (int64_t l = 0; l < h.n_layer; ++l) {

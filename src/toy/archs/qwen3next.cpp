@@ -22,7 +22,8 @@ struct Qwen3Next {
   static constexpr Variant variant = {.hf_class = "Qwen3NextForCausalLM",
                                       .positions = Positions::RopeNeox,
                                       .qk_norm = QkNorm::PerHead,
-                                      .ffn = FfnKind::Moe};
+                                      .ffn = FfnKind::Moe,
+                                      .moe_renormalize = true};
 
   struct Hparams : HybridHparams {
     int64_t n_expert = 0;       // expert_count, e.g. 512
@@ -82,8 +83,9 @@ struct Qwen3Next {
 
   static Tensor forward(const Weights& w, const Hparams& h, const Tensor& tokens, const Ctx& ctx) {
     const AttentionConfig a = rope_attention(h, variant);
-    const GatedDeltaNetConfig gdn = delta_net_config(h, HeadMap::Grouped);
-    const MoeConfig moe = {.n_expert = h.n_expert, .n_expert_used = h.n_expert_used, .renormalize = true};
+    const GatedDeltaNetConfig gdn = delta_net_config(h, variant.delta_heads);
+    const MoeConfig moe = {
+        .n_expert = h.n_expert, .n_expert_used = h.n_expert_used, .renormalize = variant.moe_renormalize};
     const RopeTable angles = rope_angles(ctx.positions(tokens), a.rope);  // once per forward
     Tensor x = embedding(w.token_embd, tokens);                           // [B, T, D]
     for (int64_t l = 0; l < h.n_layer; ++l) {

@@ -10,24 +10,28 @@
 
 namespace toy {
 
-KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype)
-    : n_ctx_(n_ctx), dtype_(dtype) {
+KvCache::KvCache(const std::vector<bool>& attends, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype)
+    : n_ctx_(n_ctx), dtype_(dtype), k_(attends.size()), v_(attends.size()) {
   if (dtype != DType::F32 && dtype != DType::F16)
     throw std::invalid_argument("kv cache: dtype " + std::string(name(dtype)) + " (F32 or F16)");
-  for (int64_t l = 0; l < n_layer; ++l) {
-    k_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}, dtype));
-    v_.push_back(Tensor::empty({n_ctx, n_kv_head, d_head}, dtype));
-  }
+  for (size_t l = 0; l < attends.size(); ++l)
+    if (attends[l]) {
+      k_[l] = Tensor::empty({n_ctx, n_kv_head, d_head}, dtype);
+      v_[l] = Tensor::empty({n_ctx, n_kv_head, d_head}, dtype);
+    }
 }
 
 size_t KvCache::bytes() const {
   size_t n = 0;
-  for (const Tensor& t : k_) n += 2 * t.nbytes();
+  for (const Tensor& t : k_)
+    if (t.defined()) n += 2 * t.nbytes();
   return n;
 }
 
 std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tensor& k, const Tensor& v) {
   auto [B, T, Hkv, Dh] = k.dims<4>("kv cache: k");
+  if (layer < 0 || size_t(layer) >= k_.size() || !k_[size_t(layer)].defined())
+    throw std::logic_error("kv cache: layer " + std::to_string(layer) + " keeps no keys and values");
   Tensor& K = k_[size_t(layer)];
   Tensor& V = v_[size_t(layer)];
   if (B != 1 || K.size(1) != Hkv || K.size(2) != Dh || v.shape() != k.shape())

@@ -11,11 +11,15 @@
 
 namespace toy {
 
-// Keys and values of every layer for one sequence: [n_ctx, Hkv, Dh] per layer, in F32 or in
-// F16 (half the memory; llama.cpp's default; attention reads the halves directly).
+// Keys and values of every attention layer for one sequence: [n_ctx, Hkv, Dh] per layer, in F32
+// or in F16 (half the memory; llama.cpp's default; attention reads the halves directly).
 class KvCache {
  public:
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32);
+  // Rows for the layers ℓ with attends[ℓ] (a hybrid's recurrent layers keep a RecurrentState
+  // instead, so they get none); store() into another layer throws std::logic_error.
+  KvCache(const std::vector<bool>& attends, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32);
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32)
+      : KvCache(std::vector<bool>(size_t(n_layer), true), n_ctx, n_kv_head, d_head, dtype) {}
   // Writes k, v ([1, T, Hkv, Dh], f32; rounded to the cache's dtype) at positions
   // [pos0, pos0 + T) of `layer` and returns views of positions [0, pos0 + T): ([1, S, Hkv, Dh],
   // [1, S, Hkv, Dh]) in the cache's dtype.
@@ -27,7 +31,7 @@ class KvCache {
  private:
   int64_t n_ctx_;
   DType dtype_;
-  std::vector<Tensor> k_, v_;
+  std::vector<Tensor> k_, v_;  // per layer; undefined for a layer that does not attend
 };
 
 // What the recurrent layers (Gated DeltaNet) of one sequence carry from one forward pass to the

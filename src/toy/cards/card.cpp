@@ -183,8 +183,10 @@ std::string render(const Card& c) {
   const ModelConfig& d = desc.config;
   const Value* name = c.find("general.name");
   std::string s = "# Algorithm card: " + (name ? std::string(name->s) : c.arch) + "\n\n";
-  s += "The `" + c.arch + "` architecture (Hugging Face `" + desc.variant.hf_class +
-       "`) with this file's hyper-parameters: " + std::to_string(d.n_layer) + " layers, d_model " +
+  const std::string hf = *desc.variant.hf_class ? "Hugging Face `" + std::string(desc.variant.hf_class) + "`"
+                                                : std::string("toy's own; no Hugging Face class");
+  s += "The `" + c.arch + "` architecture (" + hf +
+       ") with this file's hyper-parameters: " + std::to_string(d.n_layer) + " layers, d_model " +
        std::to_string(d.d_model) + ", " + std::to_string(d.n_head) + " query heads" +
        (d.n_kv_head != d.n_head ? " sharing " + std::to_string(d.n_kv_head) + " key/value heads" : "") + " of size " +
        std::to_string(d.d_head) + ", " + std::to_string(desc.parameter_count()) + " parameters" +

@@ -95,8 +95,9 @@ std::string stem_of(const std::string& name) {
 // The sizes and values the formulas use.
 struct Dims {
   int64_t n_vocab, d_model, n_layer, n_head, n_kv_head, d_head, d_value, d_ff, n_ctx, n_rot = 0;
-  int64_t n_expert = 0, n_expert_used = 0;
-  int64_t window = 0, window_pattern = 0;  // gemma2 sliding window
+  int64_t n_expert = 0, n_expert_used = 0, d_shexp = 0;  // d_shexp: the shared expert's hidden size (qwen3next)
+  int64_t window = 0, window_pattern = 0;                // gemma2 sliding window
+  int64_t d_conv = 0, d_state = 0, n_k_head = 0, n_v_head = 0, interval = 0;  // Gated DeltaNet hybrids
   double eps = 0, rope_base = 10000;
   double attn_cap = 0, final_cap = 0;  // gemma2 soft-caps
 };
@@ -123,16 +124,37 @@ Dims dims_of(const Description& desc) {
   d.eps = opt(v.norm == NormKind::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", 0);
   d.n_expert = int64_t(opt("expert_count", 0));
   d.n_expert_used = int64_t(opt("expert_used_count", 0));
+  d.d_ff = int64_t(opt("expert_feed_forward_length", double(d.d_ff)));  // an expert's, where it differs
+  d.d_shexp = int64_t(opt("expert_shared_feed_forward_length", 0));
   d.window = int64_t(opt("attention.sliding_window", 0));
   d.window_pattern = int64_t(opt("attention.sliding_window_pattern", 2));
   d.attn_cap = opt("attn_logit_softcapping", 0);
   d.final_cap = opt("final_logit_softcapping", 0);
+  d.d_conv = int64_t(opt("ssm.conv_kernel", 0));
+  d.d_state = int64_t(opt("ssm.state_size", 0));
+  d.n_k_head = int64_t(opt("ssm.group_count", 0));
+  d.n_v_head = int64_t(opt("ssm.time_step_rank", 0));
+  d.interval = int64_t(opt("full_attention_interval", 0));
   return d;
 }
 
 bool has_tensor(const Description& d, const std::string& name) {
   return std::any_of(d.tensors.begin(), d.tensors.end(), [&](const TensorSpec& t) { return t.name == name; });
 }
+// The tensor `stem` of layer ℓ: in the list every layer shares (`blk.ℓ.`), or in the layer's own
+// (a hybrid, whose layers differ, lists each layer's tensors under `blk.<ℓ>.`).
+const TensorSpec* layer_tensor(const Description& d, int64_t l, const std::string& stem) {
+  for (const TensorSpec& t : d.tensors)
+    if (t.name == "blk.ℓ." + stem || t.name == "blk." + n(l) + "." + stem) return &t;
+  return nullptr;
+}
+bool any_layer_has(const Description& d, const std::string& stem) {
+  for (int64_t l = 0; l < d.config.n_layer; ++l)
+    if (layer_tensor(d, l, stem)) return true;
+  return false;
+}
+// A hybrid's recurrent layers are those with a Gated DeltaNet convolution.
+bool recurrent(const Description& d, int64_t l) { return layer_tensor(d, l, "ssm_conv1d.weight") != nullptr; }
 
 // Display width of UTF-8 text (code points, combining marks count 0).
 size_t width(const std::string& s) {
@@ -176,6 +198,55 @@ std::string shape_text(const TensorSpec& p) {
 
 std::string fl(double v) { return short_float(v, true); }
 
+// Algorithm 6: the Gated DeltaNet layer of a hybrid (blocks/delta_net.h), written as the
+// token-by-token recurrence that toy's chunked kernel is checked against.
+std::string delta_net_algorithm(const Description& desc, const Dims& d, const Variant& f) {
+  const int64_t Ck = d.n_k_head * d.d_state, C = 2 * Ck + d.n_v_head * d.d_state, r = d.n_v_head / d.n_k_head;
+  std::string s = "## Algorithm 6: GatedDeltaNet(X̃ | ℓ), the layers ℓ ∉ 𝒜\n\n";
+  s += "**Input:** X̃ ∈ ℝ^(T × d_model), rows at positions p₀ … p₀+T−1, and the layer's cache: the last d_conv − 1 "
+       "inputs of its convolution and the state S₀[h] ∈ ℝ^(D_k × D_v) of each value head h (zeros when p₀ = 0).  \n"
+       "**Output:** ∈ ℝ^(T × d_model), and the cache after the T tokens.  \n"
+       "**Hyper-parameters:** H_k = " +
+       n(d.n_k_head) + ", H_v = " + n(d.n_v_head) + ", D_k = D_v = d_state = " + n(d.d_state) +
+       ", d_conv = " + n(d.d_conv) + ", ε = " + fl(d.eps) + ".\n\n";
+  Algo a;
+  a.add("Y ← X̃ · blk.ℓ.attn_qkvᵀ", "[T, 2·H_k·D_k + H_v·D_v] = [T, " + n(C) + "]");
+  a.add("Y[t] ← silu(Σ_{j=0}^{d_conv−1} blk.ℓ.ssm_conv1d[:, j] ⊙ Y[t − d_conv + 1 + j]) for every t",
+        "causal convolution of each channel; rows before t = 0 from the cache");
+  a.add("Q ← Y[:, 0 : " + n(Ck) + "],  K ← Y[:, " + n(Ck) + " : " + n(2 * Ck) + "],  V ← Y[:, " + n(2 * Ck) + " : " +
+            n(C) + "]",
+        "[T, H_k, D_k], [T, H_k, D_k], [T, H_v, D_v]");
+  a.add("Q[t, i] ← Q[t, i] / max(‖Q[t, i]‖, ε),  K[t, i] ← K[t, i] / max(‖K[t, i]‖, ε)", "L2 norm of each head");
+  a.add("Z ← X̃ · blk.ℓ.attn_gateᵀ", "[T, H_v, D_v], the output gate");
+  if (any_layer_has(desc, "ssm_ba.weight"))
+    a.add("[b | a] ← X̃ · blk.ℓ.ssm_baᵀ",
+          "[T, 2·H_v]: per key head its " + n(r) + " β rows, then its " + n(r) + " α rows");
+  else
+    a.add("b ← X̃ · blk.ℓ.ssm_betaᵀ,  a ← X̃ · blk.ℓ.ssm_alphaᵀ", "[T, H_v] each");
+  a.add("β ← σ(b),  g ← softplus(a + blk.ℓ.ssm_dt.bias) · blk.ℓ.ssm_a",
+        "write strength in (0, 1); log-decay g ≤ 0 (ssm_a = −exp(A_log))");
+  a.add("for h = 0 … H_v−1 = " + n(d.n_v_head - 1) + ":");
+  if (f.delta_heads == HeadMap::Tiled)
+    a.add("    i ← h mod H_k = h mod " + n(d.n_k_head), "the key head value head h reads");
+  else
+    a.add("    i ← ⌊h / (H_v / H_k)⌋ = ⌊h / " + n(r) + "⌋", "the key head value head h reads");
+  a.add("    S ← S₀[h]", "[D_k, D_v] = [" + n(d.d_state) + ", " + n(d.d_state) + "]");
+  a.add("    for t = 0 … T−1:");
+  a.add("        S ← exp(g[t, h]) · S", "decay");
+  a.add("        u ← Sᵀ · K[t, i]", "what the state recalls for this key");
+  a.add("        S ← S + K[t, i] · (β[t, h] · (V[t, h] − u))ᵀ", "the delta rule: recall moves towards V[t, h]");
+  a.add("        O[t, h] ← Sᵀ · Q[t, i] / √D_k", "[D_v]; √D_k = √" + n(d.d_state));
+  a.add("    S₀[h] ← S", "the cache");
+  a.add("O[t, h] ← RMSNorm(O[t, h] | blk.ℓ.ssm_norm) ⊙ silu(Z[t, h]) for every t, h",
+        "gated norm, each head's " + n(d.d_state) + " values on their own");
+  a.add("return [O[:, 0], …, O[:, H_v−1]] · blk.ℓ.ssm_outᵀ", "[T, d_model]");
+  s += a.text();
+  return s +
+         "toy runs lines 10–16 in chunks of 64 tokens (the WY / UT form: matrix products and one triangular "
+         "solve per chunk, `kernels/delta_rule.cpp`) with the same result; the recurrence above is the "
+         "reference it is tested against.\n\n";
+}
+
 }  // namespace
 
 std::string short_float(double v, bool f32) {
@@ -197,9 +268,16 @@ std::string short_float(double v, bool f32) {
 std::string render_algorithms(const Card& c, const Description& desc) {
   const Variant& f = desc.variant;
   const Dims d = dims_of(desc);
-  const bool fused_qkv = has_tensor(desc, "blk.ℓ.attn_qkv.weight");
+  const bool hybrid = any_layer_has(desc, "ssm_conv1d.weight");
+  const bool fused_qkv = has_tensor(desc, "blk.ℓ.attn_qkv.weight");  // gpt2's; a hybrid's attn_qkv is its recurrence's
   const bool qkv_bias = has_tensor(desc, "blk.ℓ.attn_q.bias") || has_tensor(desc, "blk.ℓ.attn_qkv.bias");
   const bool output_bias = has_tensor(desc, "blk.ℓ.attn_output.bias");
+  const bool differential = any_layer_has(desc, "attn_lambda_q1"), ssmax = any_layer_has(desc, "attn_ssmax");
+  bool gated_q = false;  // attn_q gives each head's query and an output gate (qwen35, qwen3next)
+  for (const TensorSpec& t : desc.tensors)
+    if (stem_of(t.name) == "attn_q.weight") gated_q = t.shape[0] == 2 * d.n_head * d.d_head;
+  const std::string ffn_norm = any_layer_has(desc, "ffn_norm.weight") ? "ffn_norm" : "post_attention_norm";
+  const bool shared_expert = any_layer_has(desc, "ffn_gate_inp_shexp.weight");
   const bool rope = f.positions != Positions::Learned, gqa = d.n_kv_head != d.n_head;
   const std::string norm = f.norm == NormKind::Rms ? "RMSNorm" : "LayerNorm";
   const std::string ffn = f.ffn == FfnKind::SwiGlu    ? "SwiGLU"
@@ -238,6 +316,14 @@ std::string render_algorithms(const Card& c, const Description& desc) {
     row("c_attn", "attention logit soft-cap", fl(d.attn_cap));
     row("c_final", "final logit soft-cap", fl(d.final_cap));
   }
+  if (hybrid) {
+    row("𝒜", "attention layers: (ℓ + 1) mod full_attention_interval = 0; the others are Gated DeltaNet",
+        "interval " + n(d.interval));
+    row("H_k", "Gated DeltaNet query/key heads", n(d.n_k_head));
+    row("H_v", "Gated DeltaNet value heads", n(d.n_v_head));
+    row("d_state", "size of a Gated DeltaNet head (D_k = D_v); its state is [D_k, D_v]", n(d.d_state));
+    row("d_conv", "width of the causal convolution", n(d.d_conv));
+  }
 
   // --- parameters ---
   s += "\n## Parameters\n\nθ is these tensors (GGUF names; `blk.ℓ.` for each layer ℓ = 0 … " + n(d.n_layer - 1) +
@@ -245,6 +331,24 @@ std::string render_algorithms(const Card& c, const Description& desc) {
   for (const TensorSpec& p : desc.tensors)
     s += "| `" + p.name + "` | " + shape_text(p) + " | " + role(stem_of(p.name), f, c.tied_output) + " |\n";
   s += "\nParameters: " + std::to_string(desc.parameter_count()) + ".\n\n";
+
+  // --- the layer pattern of a hybrid ---
+  std::string attention_layers;  // "3, 7"
+  if (hybrid) {
+    std::string pattern;
+    for (int64_t l = 0; l < d.n_layer; ++l) {
+      if (l > 0 && d.interval > 1 && l % d.interval == 0) pattern += ' ';
+      pattern += recurrent(desc, l) ? 'G' : 'A';
+      if (!recurrent(desc, l)) attention_layers += (attention_layers.empty() ? "" : ", ") + n(l);
+    }
+    s += "## Layer pattern\n\n`" + pattern +
+         "`\n\nLayer ℓ is an attention layer (A, Algorithm 2) when (ℓ + 1) mod full_attention_interval = 0, "
+         "full_attention_interval = " +
+         n(d.interval) + ": here " + (attention_layers.empty() ? "none" : "ℓ ∈ 𝒜 = {" + attention_layers + "}") +
+         ". Every other layer is a Gated DeltaNet layer (G, Algorithm 6): linear attention whose state, one [D_k, "
+         "D_v] matrix per value head, decays and is corrected token by token (the gated delta rule). A G layer's "
+         "cache is its state and its convolution's last inputs; only A layers keep keys and values.\n\n";
+  }
 
   // --- algorithm 1: the whole model ---
   const std::string unembed = c.tied_output ? "token_embd" : "output";
@@ -261,10 +365,15 @@ std::string render_algorithms(const Card& c, const Description& desc) {
     a1.add("for t = 0 … T−1:  X[t] ← X[t] + position_embd[t]", "learned absolute positions");
   a1.add("for ℓ = 0 … n_layer−1 = " + n(d.n_layer - 1) + ":");
   a1.add("    X̃ ← " + norm + "(X | blk.ℓ.attn_norm)", "Algorithm 4, each row");
-  a1.add("    A ← Attention(X̃ | ℓ)", "Algorithm 2; [T, " + n(d.d_model) + "]");
+  if (hybrid) {
+    a1.add("    if ℓ ∈ 𝒜:  A ← Attention(X̃ | ℓ)", "Algorithm 2; 𝒜 = {" + attention_layers + "}");
+    a1.add("    else:      A ← GatedDeltaNet(X̃ | ℓ)", "Algorithm 6; [T, " + n(d.d_model) + "]");
+  } else {
+    a1.add("    A ← Attention(X̃ | ℓ)", "Algorithm 2; [T, " + n(d.d_model) + "]");
+  }
   if (f.sandwich_norms) a1.add("    A ← RMSNorm(A | blk.ℓ.post_attention_norm)", "norm of the sub-layer output");
   a1.add("    X ← X + A", "residual");
-  a1.add("    X̃ ← " + norm + "(X | blk.ℓ.ffn_norm)");
+  a1.add("    X̃ ← " + norm + "(X | blk.ℓ." + ffn_norm + ")");
   a1.add("    F ← " + ffn + "(X̃ | ℓ)", "Algorithm 5, each row");
   if (f.sandwich_norms) a1.add("    F ← RMSNorm(F | blk.ℓ.post_ffw_norm)");
   a1.add("    X ← X + F", "residual");
@@ -279,7 +388,9 @@ std::string render_algorithms(const Card& c, const Description& desc) {
   const std::string qd = "[T, n_head, d_head] = [T, " + n(d.n_head) + ", " + n(d.d_head) + "]";
   const std::string kd = "[T, n_kv_head, d_head] = [T, " + n(d.n_kv_head) + ", " + n(d.d_head) + "]";
   s += "## Algorithm 2: Attention(X̃ | ℓ), " + std::string(gqa ? "grouped-query" : "multi-head") + ", causal" +
-       (rope ? ", RoPE" : "") + (f.sliding_window ? ", soft-capped, sliding window on local layers" : "") + "\n\n";
+       (rope ? ", RoPE" : "") + (f.sliding_window ? ", soft-capped, sliding window on local layers" : "") +
+       (gated_q ? ", gated output" : "") + (differential ? ", differential" : "") +
+       (ssmax ? ", Scalable-Softmax" : "") + (hybrid ? " (the layers ℓ ∈ 𝒜)" : "") + "\n\n";
   s += "**Input:** X̃ ∈ ℝ^(T × d_model), rows at positions p₀ … p₀+T−1 (p₀ = 0 for a whole sequence; a KV cache "
        "holds the keys and values of earlier positions and extends K and V).  \n**Output:** ∈ ℝ^(T × d_model).\n\n";
   Algo a2;
@@ -292,6 +403,12 @@ std::string render_algorithms(const Card& c, const Description& desc) {
     a2.add("Q ← Y[:, 0 : " + n(q) + "],  K ← Y[:, " + n(q) + " : " + n(q + kv) + "],  V ← Y[:, " + n(q + kv) + " : " +
                n(q + 2 * kv) + "]",
            "each viewed as [T, heads, d_head]");
+  } else if (gated_q) {
+    a2.add("Y ← X̃ · blk.ℓ.attn_qᵀ", "[T, n_head, 2·d_head] = [T, " + n(d.n_head) + ", " + n(2 * d.d_head) + "]");
+    a2.add("Q[t, h] ← Y[t, h, 0 : d_head],  G[t, h] ← Y[t, h, d_head : 2·d_head]",
+           "each head's query, then its output gate");
+    a2.add("K ← X̃ · blk.ℓ.attn_kᵀ", kd);
+    a2.add("V ← X̃ · blk.ℓ.attn_vᵀ", "[T, n_kv_head, d_value]");
   } else {
     a2.add("Q ← X̃ · blk.ℓ.attn_qᵀ" + qb, qd);
     a2.add("K ← X̃ · blk.ℓ.attn_kᵀ" + kb, kd);
@@ -306,9 +423,25 @@ std::string render_algorithms(const Card& c, const Description& desc) {
            "over all " + n(d.n_head * d.d_head) + " values of the token");
     a2.add("K[t] ← RMSNorm(K[t] | blk.ℓ.attn_k_norm) for every t", "over all " + n(d.n_kv_head * d.d_head) + " values");
   }
-  if (rope) {
+  const std::string half = n(d.d_head / 2);
+  if (differential) {
+    a2.add("Q[t, h] = [Q₁[t, h] | Q₂[t, h]],  K[t, g] = [K₁[t, g] | K₂[t, g]]",
+           "each head as two halves of d_head/2 = " + half);
+    a2.add("Qᵢ[t, h] ← RoPE(Qᵢ[t, h], p₀ + t),  Kᵢ[t, g] ← RoPE(Kᵢ[t, g], p₀ + t),  i = 1, 2",
+           "Algorithm 3 on each half");
+  } else if (rope) {
     a2.add("Q[t, h] ← RoPE(Q[t, h], p₀ + t) for every t, h", "Algorithm 3");
     a2.add("K[t, g] ← RoPE(K[t, g], p₀ + t) for every t, g");
+  }
+  if (ssmax)
+    a2.add("Q[t, h] ← Q[t, h] · blk.ℓ.attn_ssmax[h] · log n_t,  n_t = p₀ + t + 1",
+           "Scalable-Softmax: logits × s·log n, n_t the keys query t attends");
+  if (differential) {
+    a2.add("λ_init ← 0.8 − 0.6·exp(−0.3·ℓ)", "by depth");
+    a2.add(
+        "λ ← exp(blk.ℓ.attn_lambda_q1 · blk.ℓ.attn_lambda_k1) − exp(blk.ℓ.attn_lambda_q2 · blk.ℓ.attn_lambda_k2) + "
+        "λ_init",
+        "one scalar per layer");
   }
   a2.add("for h = 0 … n_head−1 = " + n(d.n_head - 1) + ":");
   if (gqa)
@@ -317,19 +450,26 @@ std::string render_algorithms(const Card& c, const Description& desc) {
   else
     a2.add("    g ← h");
   const std::string rs = "√d_head = √" + n(d.d_head);
-  if (f.softcap) {
+  if (differential) {
+    a2.add("    Sᵢ ← Qᵢ[:, h] · Kᵢ[:, g]ᵀ / √(d_head/2),  i = 1, 2", "[T, T] each; √(d_head/2) = √" + half);
+    a2.add("    Sᵢ[t, t′] ← −∞ where t′ > t", "causal mask");
+    a2.add("    O[:, h] ← (softmax(S₁) − λ · softmax(S₂)) · V[:, g]", "softmax over t′; two maps, the same values");
+    a2.add("    O[t, h] ← (1 − λ_init) · RMSNorm(O[t, h] | blk.ℓ.attn_sub_norm) for every t",
+           "each head's " + n(d.d_head) + " values on their own");
+  } else if (f.softcap) {
     a2.add("    S ← (Q[:, h] / √d_head) · K[:, g]ᵀ", "[T, T]; " + rs + ", the scale applied to Q first");
     a2.add("    S ← c_attn · tanh(S / c_attn),  c_attn = " + fl(d.attn_cap), "soft-cap");
   } else {
     a2.add("    S ← Q[:, h] · K[:, g]ᵀ / √d_head", "[T, T]; " + rs);
   }
-  a2.add("    S[t, t′] ← −∞ where t′ > t", "causal mask");
+  if (!differential) a2.add("    S[t, t′] ← −∞ where t′ > t", "causal mask");
   if (f.sliding_window)
     a2.add((d.window_pattern == 2 ? std::string("    if ℓ is even")
                                   : "    if ℓ mod " + n(d.window_pattern) + " < " + n(d.window_pattern - 1)) +
                ":  S[t, t′] ← −∞ where t − t′ ≥ w = " + n(d.window),
            "local layers see the last " + n(d.window) + " positions");
-  a2.add("    O[:, h] ← softmax(S) · V[:, g]", "softmax over t′; [T, d_value]");
+  if (!differential) a2.add("    O[:, h] ← softmax(S) · V[:, g]", "softmax over t′; [T, d_value]");
+  if (gated_q) a2.add("    O[:, h] ← O[:, h] ⊙ σ(G[:, h])", "output gate; σ(v) = 1 / (1 + e^(−v))");
   a2.add("return [O[:, 0], …, O[:, n_head−1]] · blk.ℓ.attn_outputᵀ" +
              std::string(output_bias ? " + blk.ℓ.attn_output.bias" : ""),
          "heads concatenated in order; [T, d_model]");
@@ -398,12 +538,20 @@ std::string render_algorithms(const Card& c, const Description& desc) {
       a5.add("r ← x · blk.ℓ.ffn_gate_inpᵀ", "router logits [n_expert] = [" + n(d.n_expert) + "]");
       a5.add("p ← softmax(r)", "over all " + n(d.n_expert) + " experts");
       a5.add("E ← the k = " + n(d.n_expert_used) + " experts with the largest p[e]", "ties: the lower index");
+      if (f.moe_renormalize) a5.add("p[e] ← p[e] / Σ_{e′ ∈ E} p[e′] for e ∈ E", "the k weights renormalised");
       a5.add("for e ∈ E:  y_e ← (silu(x · ffn_gate_exps[e]ᵀ) ⊙ (x · ffn_up_exps[e]ᵀ)) · ffn_down_exps[e]ᵀ",
              "SwiGLU of expert e (blk.ℓ.), d_ff = " + n(d.d_ff));
-      a5.add("return Σ_{e ∈ E} p[e] · y_e", "p not renormalised over E");
+      a5.add(std::string(shared_expert ? "y ← " : "return ") + "Σ_{e ∈ E} p[e] · y_e",
+             f.moe_renormalize ? "" : "p not renormalised over E");
+      if (shared_expert) {
+        a5.add("y_s ← (silu(x · blk.ℓ.ffn_gate_shexpᵀ) ⊙ (x · blk.ℓ.ffn_up_shexpᵀ)) · blk.ℓ.ffn_down_shexpᵀ",
+               "the shared expert, every token; hidden size " + n(d.d_shexp));
+        a5.add("return y + σ(x · blk.ℓ.ffn_gate_inp_shexp) · y_s", "its gate, one scalar per token");
+      }
       break;
   }
   s += a5.text();
+  if (hybrid) s += delta_net_algorithm(desc, d, f);
   return s;
 }
 

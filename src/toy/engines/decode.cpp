@@ -8,9 +8,19 @@
 
 namespace toy {
 
+namespace {
+
+std::vector<bool> attending_layers(const Model& m) {  // the layers that need KV cache rows
+  std::vector<bool> attends;
+  for (int64_t l = 0; l < m.config().n_layer; ++l) attends.push_back(m.attends(l));
+  return attends;
+}
+
+}  // namespace
+
 DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx, DType kv_type)
     : model_(&m),
-      cache_(m.config().n_layer, n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head,
+      cache_(attending_layers(m), n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head,
              kv_type) {}
 
 void DecodeEngine::set_model(const Model& m) {

@@ -10,7 +10,9 @@
 // Solving it once for U = (I + A)⁻¹(β⊙V) and W = (I + A)⁻¹(β⊙e^γ⊙K) gives D = U − W S₀, then
 //   o_t = e^{γ_t} S₀ᵀq_t + Σ_{s≤t} e^{γ_t−γ_s} (q_t·k_s) d_s,
 //   S   = e^{γ_n} S₀ + Σ_t e^{γ_n−γ_t} k_t d_tᵀ.
-// Every exponent is a difference γ_t − γ_s ≤ 0 (g ≤ 0), so nothing overflows.
+// Every exponent is a difference γ_t − γ_s ≤ 0 (g ≤ 0), so nothing overflows. The solve is by
+// the inverse T = (I + A)⁻¹ (n³/6 multiply-adds), so that U and W, like every other product of a
+// chunk, are matrix products through gemm (the UT transform of flash-linear-attention).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -28,66 +30,100 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// One value head over every chunk; s: its state [Dk, Dv], updated in place.
+// Below this many tokens a chunk runs as the plain recurrence: the matrix products' packing costs
+// more than they save (a decode step is one token).
+constexpr int64_t kMinMatrixChunk = 8;
+
+// The recurrence for tokens [t0, t1) of value head h, two passes over the state per token:
+// S ← e^{g}·S and u = Sᵀk together, then S ← S + k dᵀ and o = Sᵀq·scale together.
+void delta_rule_tokens(const DeltaRuleGeometry& g, int64_t h, int64_t t0, int64_t t1, const float* q, const float* k,
+                       const float* v, const float* gate, const float* beta, float* s, float* o) {
+  const int64_t Dk = g.Dk, Dv = g.Dv, hk = g.key_head(h);
+  const float scale = 1.0f / std::sqrt(float(Dk));
+  std::vector<float> d(static_cast<size_t>(Dv));
+  for (int64_t t = t0; t < t1; ++t) {
+    const float *qt = q + (t * g.Hk + hk) * Dk, *kt = k + (t * g.Hk + hk) * Dk, *vt = v + (t * g.Hv + h) * Dv;
+    float* ot = o + (t * g.Hv + h) * Dv;
+    const float decay = std::exp(gate[t * g.Hv + h]), b = beta[t * g.Hv + h];
+    std::fill(d.begin(), d.end(), 0.0f);  // u = Sᵀk, then d = β(v − u)
+    for (int64_t i = 0; i < Dk; ++i) {
+      float* si = s + i * Dv;
+      for (int64_t j = 0; j < Dv; ++j) d[size_t(j)] += (si[j] *= decay) * kt[i];
+    }
+    for (int64_t j = 0; j < Dv; ++j) d[size_t(j)] = b * (vt[j] - d[size_t(j)]), ot[j] = 0;
+    for (int64_t i = 0; i < Dk; ++i) {
+      float* si = s + i * Dv;
+      for (int64_t j = 0; j < Dv; ++j) ot[j] += (si[j] += kt[i] * d[size_t(j)]) * qt[i];
+    }
+    for (int64_t j = 0; j < Dv; ++j) ot[j] *= scale;
+  }
+}
+
+// One value head over every chunk; s: its state [Dk, Dv], updated in place. Each chunk of n
+// tokens is gathered into contiguous rows so that its products run through gemm:
+//   KK = K Kᵀ, QK = Q Kᵀ                                   [n, n]
+//   T = (I + A)⁻¹, A[t, r] = β_t e^{γ_t−γ_r} KK[t, r] (r < t)  [n, n], unit lower triangular
+//   U = T (β ⊙ V),  W = T (β e^γ ⊙ K),  D = U − W S₀          [n, Dv]
+//   O = scale·(e^γ ⊙ Q S₀ + P D),  P[t, r] = e^{γ_t−γ_r} QK[t, r] (r ≤ t)
+//   S = e^{γ_n} S₀ + (e^{γ_n−γ} ⊙ K)ᵀ D
 void delta_rule_head(const DeltaRuleGeometry& g, int64_t h, const float* q, const float* k, const float* v,
                      const float* gate, const float* beta, float* s, float* o, int64_t chunk) {
   const int64_t Dk = g.Dk, Dv = g.Dv, hk = g.key_head(h);
   const float scale = 1.0f / std::sqrt(float(Dk));
-  std::vector<float> gamma(static_cast<size_t>(chunk)), A(static_cast<size_t>(chunk * chunk)),
-      U(static_cast<size_t>(chunk * Dv)), W(static_cast<size_t>(chunk * Dk));  // γ, A, U (then D), W
-  auto key = [&](int64_t t) { return k + (t * g.Hk + hk) * Dk; };
+  const auto L = static_cast<size_t>(chunk);
+  std::vector<float> gamma(L), Kc(L * size_t(Dk)), Qc(L * size_t(Dk)), BV(L * size_t(Dv)), BK(L * size_t(Dk)),
+      KK(L * L), QK(L * L), Tinv(L * L), U(L * size_t(Dv)), W(L * size_t(Dk)), O(L * size_t(Dv));
   for (int64_t c0 = 0; c0 < g.T; c0 += chunk) {
     const int64_t n = std::min(chunk, g.T - c0);
+    if (n < kMinMatrixChunk) {
+      delta_rule_tokens(g, h, c0, c0 + n, q, k, v, gate, beta, s, o);
+      continue;
+    }
     float acc = 0;
-    for (int64_t t = 0; t < n; ++t) gamma[size_t(t)] = acc += gate[(c0 + t) * g.Hv + h];  // γ
-    for (int64_t t = 0; t < n; ++t) {  // forward substitution: row t of U and W
+    for (int64_t t = 0; t < n; ++t) {  // γ, and the chunk's rows: K, Q, β ⊙ V, β e^γ ⊙ K
       const float b = beta[(c0 + t) * g.Hv + h];
-      float* u = U.data() + t * Dv;
-      float* w = W.data() + t * Dk;
+      gamma[size_t(t)] = acc += gate[(c0 + t) * g.Hv + h];
+      const float *kt = k + ((c0 + t) * g.Hk + hk) * Dk, *qt = q + ((c0 + t) * g.Hk + hk) * Dk;
       const float* vt = v + ((c0 + t) * g.Hv + h) * Dv;
-      const float* kt = key(c0 + t);
-      const float decay = std::exp(gamma[size_t(t)]);
-      for (int64_t j = 0; j < Dv; ++j) u[j] = b * vt[j];
-      for (int64_t i = 0; i < Dk; ++i) w[i] = b * decay * kt[i];
+      const float bk = b * std::exp(gamma[size_t(t)]);
+      for (int64_t i = 0; i < Dk; ++i) Kc[size_t(t * Dk + i)] = kt[i], Qc[size_t(t * Dk + i)] = qt[i];
+      for (int64_t i = 0; i < Dk; ++i) BK[size_t(t * Dk + i)] = bk * kt[i];
+      for (int64_t j = 0; j < Dv; ++j) BV[size_t(t * Dv + j)] = b * vt[j];
+    }
+    gemm(false, true, n, n, Dk, Kc.data(), Kc.data(), KK.data(), false);
+    gemm(false, true, n, n, Dk, Qc.data(), Kc.data(), QK.data(), false);
+    for (int64_t t = 0; t < n; ++t) {  // row t of T = (I + A)⁻¹: e_t − Σ_{r<t} A[t, r]·(row r of T)
+      const float b = beta[(c0 + t) * g.Hv + h];
+      float* Tt = Tinv.data() + t * n;
+      std::fill(Tt, Tt + n, 0.0f);
+      Tt[t] = 1;
       for (int64_t r = 0; r < t; ++r) {
-        const float a = A[size_t(t * chunk + r)] =
-            b * std::exp(gamma[size_t(t)] - gamma[size_t(r)]) * dot(kt, key(c0 + r), Dk);
-        for (int64_t j = 0; j < Dv; ++j) u[j] -= a * U[size_t(r * Dv + j)];
-        for (int64_t i = 0; i < Dk; ++i) w[i] -= a * W[size_t(r * Dk + i)];
+        const float a = b * std::exp(gamma[size_t(t)] - gamma[size_t(r)]) * KK[size_t(t * n + r)];
+        const float* Tr = Tinv.data() + r * n;
+        for (int64_t c = 0; c <= r; ++c) Tt[c] -= a * Tr[c];
       }
     }
-    for (int64_t t = 0; t < n; ++t) {  // D = U − W S₀ (in U)
-      float* u = U.data() + t * Dv;
-      for (int64_t i = 0; i < Dk; ++i) {
-        const float wi = W[size_t(t * Dk + i)];
-        for (int64_t j = 0; j < Dv; ++j) u[j] -= wi * s[i * Dv + j];
-      }
+    gemm(false, false, n, Dv, n, Tinv.data(), BV.data(), U.data(), false);  // U
+    gemm(false, false, n, Dk, n, Tinv.data(), BK.data(), W.data(), false);  // W
+    for (int64_t i = 0; i < n * Dk; ++i) W[size_t(i)] = -W[size_t(i)];
+    gemm(false, false, n, Dv, Dk, W.data(), s, U.data(), true);  // D = U − W S₀, in U
+    for (int64_t t = 0; t < n; ++t) {                            // P (in QK) and scale·e^γ ⊙ Q (in Qc)
+      for (int64_t r = 0; r < n; ++r)
+        QK[size_t(t * n + r)] =
+            r <= t ? scale * std::exp(gamma[size_t(t)] - gamma[size_t(r)]) * QK[size_t(t * n + r)] : 0.0f;
+      const float f = scale * std::exp(gamma[size_t(t)]);
+      for (int64_t i = 0; i < Dk; ++i) Qc[size_t(t * Dk + i)] *= f;
     }
-    for (int64_t t = 0; t < n; ++t) {  // o_t = e^{γ_t} S₀ᵀq_t + Σ_{r≤t} e^{γ_t−γ_r}(q_t·k_r) d_r, scaled
-      const float* qt = q + ((c0 + t) * g.Hk + hk) * Dk;
-      float* ot = o + ((c0 + t) * g.Hv + h) * Dv;
-      const float decay = std::exp(gamma[size_t(t)]);
-      for (int64_t j = 0; j < Dv; ++j) ot[j] = 0;
-      for (int64_t i = 0; i < Dk; ++i) {
-        const float qi = decay * qt[i];
-        for (int64_t j = 0; j < Dv; ++j) ot[j] += qi * s[i * Dv + j];
-      }
-      for (int64_t r = 0; r <= t; ++r) {
-        const float a = std::exp(gamma[size_t(t)] - gamma[size_t(r)]) * dot(qt, key(c0 + r), Dk);
-        for (int64_t j = 0; j < Dv; ++j) ot[j] += a * U[size_t(r * Dv + j)];
-      }
-      for (int64_t j = 0; j < Dv; ++j) ot[j] *= scale;
-    }
-    const float last = gamma[size_t(n - 1)], decay = std::exp(last);  // S = e^{γ_n} S₀ + Σ_t e^{γ_n−γ_t} k_t d_tᵀ
+    gemm(false, false, n, Dv, Dk, Qc.data(), s, O.data(), false);
+    gemm(false, false, n, Dv, n, QK.data(), U.data(), O.data(), true);
+    for (int64_t t = 0; t < n; ++t) std::copy_n(O.data() + t * Dv, Dv, o + ((c0 + t) * g.Hv + h) * Dv);
+    const float last = gamma[size_t(n - 1)], decay = std::exp(last);
     for (int64_t i = 0; i < Dk * Dv; ++i) s[i] *= decay;
-    for (int64_t t = 0; t < n; ++t) {
-      const float* kt = key(c0 + t);
+    for (int64_t t = 0; t < n; ++t) {  // e^{γ_n−γ_t} ⊙ K, in Kc
       const float f = std::exp(last - gamma[size_t(t)]);
-      for (int64_t i = 0; i < Dk; ++i) {
-        const float ki = f * kt[i];
-        for (int64_t j = 0; j < Dv; ++j) s[i * Dv + j] += ki * U[size_t(t * Dv + j)];
-      }
+      for (int64_t i = 0; i < Dk; ++i) Kc[size_t(t * Dk + i)] *= f;
     }
+    gemm(true, false, Dk, Dv, n, Kc.data(), U.data(), s, true);
   }
 }
 
@@ -195,13 +231,18 @@ void causal_conv1d(const float* x, const float* w, float* state, float* y, int64
   std::vector<float> window(size_t((K - 1 + T) * C));  // [K − 1 + T, C]: the state, then x
   std::copy_n(state, (K - 1) * C, window.begin());
   std::copy_n(x, T * C, window.begin() + (K - 1) * C);
+  std::vector<float> wt(size_t(K * C));  // w transposed, [K, C]: the loops below run along channels
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t j = 0; j < K; ++j) wt[size_t(j * C + c)] = w[c * K + j];
   parallel_for(T, 16, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      for (int64_t c = 0; c < C; ++c) {
-        float acc = 0;
-        for (int64_t j = 0; j < K; ++j) acc += window[size_t((t + j) * C + c)] * w[c * K + j];
-        y[t * C + c] = acc;
+    for (int64_t t = t0; t < t1; ++t) {
+      float* yt = y + t * C;
+      std::fill_n(yt, C, 0.0f);
+      for (int64_t j = 0; j < K; ++j) {  // each y[t, c] sums its K terms in order of j
+        const float *xs = window.data() + (t + j) * C, *wj = wt.data() + j * C;
+        for (int64_t c = 0; c < C; ++c) yt[c] += xs[c] * wj[c];
       }
+    }
   });
   std::copy_n(window.begin() + T * C, (K - 1) * C, state);
 }

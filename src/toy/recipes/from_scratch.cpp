@@ -36,6 +36,9 @@ ModelShape model_shape(const TrainRunConfig& c, int64_t n_vocab) {
         Value::of_f32(c.rms_eps));
   if (c.n_expert > 0) key("expert_count", Value::of_u32(uint32_t(c.n_expert)));
   if (c.n_expert_used > 0) key("expert_used_count", Value::of_u32(uint32_t(c.n_expert_used)));
+  if (c.full_attention_interval > 0) key("full_attention_interval", Value::of_u32(uint32_t(c.full_attention_interval)));
+  if (!c.differential) key("attention.differential", Value::of_u32(0));
+  if (!c.ssmax) key("attention.ssmax", Value::of_u32(0));
   return s;
 }
 

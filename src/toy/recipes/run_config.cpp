@@ -1,6 +1,7 @@
 // recipes/run_config.cpp — config.json: writing, reading back with type checks, validation.
 #include "toy/recipes/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "toy/archs/model.h"
 #include "toy/engines/train_data.h"
 #include "toy/io/file_type.h"
+#include "toy/recipes/from_scratch.h"
 
 namespace toy::recipes {
 
@@ -26,6 +28,7 @@ void for_each_setting(TrainRunConfig& c, F&& f) {
   f("d-model", c.d_model), f("layers", c.n_layer), f("heads", c.n_head), f("kv-heads", c.n_kv_head), f("ff", c.d_ff);
   f("tied", c.tied), f("rope-base", c.rope_base), f("rms-eps", c.rms_eps);
   f("experts", c.n_expert), f("experts-used", c.n_expert_used);
+  f("full-attention-interval", c.full_attention_interval), f("differential", c.differential), f("ssmax", c.ssmax);
   f("corpus", c.corpus), f("tokenizer", c.tokenizer), f("data-ids", c.data_ids), f("eval-ids", c.eval_ids);
   f("data", c.data), f("mask-prompt", c.mask_prompt);
   f("base", c.base), f("init-adapter", c.init_adapter), f("targets", c.targets), f("rank", c.rank);
@@ -147,6 +150,35 @@ bool is_single_path_component(std::string_view name) {
   return true;
 }
 
+namespace {
+
+// The flags that set a key only some architectures have (a hybrid's layer pattern, Dragon's
+// attention variants): refused, naming the flag, for an architecture whose key table lacks it.
+void validate_architecture_keys(const TrainRunConfig& c, const Architecture& arch) {
+  const bool pattern = c.full_attention_interval != 0, variant = !c.differential || !c.ssmax;
+  if (c.full_attention_interval < 0 || c.full_attention_interval > 4096)
+    throw ConfigError("--full-attention-interval must be in [0, 4096], got " +
+                      std::to_string(c.full_attention_interval));
+  if (!pattern && !variant) return;
+  std::vector<std::string> keys;
+  try {
+    keys = arch.key_names(shape_metadata(model_shape(c, /*n_vocab=*/1)));
+  } catch (const std::invalid_argument& e) {  // a shape the architecture refuses
+    throw ConfigError(e.what());
+  }
+  auto refuse_without = [&](bool given, const std::string& key, const std::string& flag, const std::string& what) {
+    if (given && std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw ConfigError(flag + " applies to " + what + " (GGUF key " + key + "), not " + c.arch);
+  };
+  refuse_without(pattern, "full_attention_interval", "--full-attention-interval",
+                 "the hybrids of Gated DeltaNet and attention layers");
+  refuse_without(!c.differential, "attention.differential", "--no-differential",
+                 "architectures with differential attention");
+  refuse_without(!c.ssmax, "attention.ssmax", "--no-ssmax", "architectures with Scalable-Softmax");
+}
+
+}  // namespace
+
 void validate(const TrainRunConfig& c) {
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw ConfigError(what);
@@ -183,6 +215,7 @@ void validate(const TrainRunConfig& c) {
     need(c.n_expert_used >= 0 && c.n_expert_used <= (c.n_expert ? c.n_expert : 1024),
          "--experts-used " + std::to_string(c.n_expert_used) + " must be at most --experts " +
              std::to_string(c.n_expert));
+    validate_architecture_keys(c, *arch);
   }
   need(c.context >= 1 && c.context <= kBig, "--context must be in [1, 2^20], got " + std::to_string(c.context));
   need(c.batch >= 1 && c.batch <= kBig, "--batch must be in [1, 2^20], got " + std::to_string(c.batch));

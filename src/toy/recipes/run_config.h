@@ -30,6 +30,10 @@ struct TrainRunConfig {
   float rms_eps = 0;           // norm epsilon (RMSNorm, or LayerNorm for gpt2); 0: the architecture's default
   int64_t n_expert = 0;        // mixture of experts (olmoe): experts per layer; 0: the architecture's default (8)
   int64_t n_expert_used = 0;   // experts each token uses (top-k); 0: the architecture's default (2)
+  int64_t full_attention_interval = 0;  // hybrids (qwen35, qwen3next, dragon): layer ℓ attends when (ℓ + 1) % N == 0,
+                                        // the others are Gated DeltaNet; 0: the architecture's default (4)
+  bool differential = true;             // dragon: differential attention (false: plain softmax attention)
+  bool ssmax = true;                    // dragon: Scalable-Softmax on the attention logits
   // Data.
   std::string corpus;           // UTF-8 text, tokenized once; empty (and no data_ids): default_corpus.h
   std::string tokenizer;        // GGUF with tokenizer.ggml.*; empty: from init_weights, else bytes
