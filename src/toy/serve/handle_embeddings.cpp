@@ -13,7 +13,7 @@ namespace toy::serve {
 
 void Server::Impl::handle_embeddings(const httplib::Request& http_req, const std::string& body,
                                      httplib::Response& res) {
-  if (stopping) throw ApiError(503, "The server is shutting down", "", "shutting_down");
+  if (stopping) throw no_slot();  // 503 shutting down
   const EmbeddingsRequest r = parse_embeddings(parse_json_body(body));
   const int64_t D = model.config().d_model, n_ctx = slots.n_ctx();
   if (r.dimensions && *r.dimensions != D)
