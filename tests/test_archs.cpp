@@ -425,6 +425,56 @@ TEST(Archs, SaveAndReloadGivesTheSameLogits) {
   if (run == 0) GTEST_SKIP() << "fixtures not found";
 }
 
+// Ctx::hidden_states: every architecture returns its final hidden states [B, T, d_model] (after
+// the output norm) instead of logits, and they are what its logits are made of: the output
+// projection of them (gemma2 soft-caps after it), row for row; with last_logits, the last row.
+TEST(Archs, HiddenStatesAreWhatTheLogitsAreMadeOf) {
+  std::vector<std::unique_ptr<Model>> models;
+  for (const char* rel :
+       {"models/llama32/llama32-f32.gguf", "models/qwen25/qwen25-f32.gguf", "models/qwen3/qwen3-f32.gguf",
+        "models/gemma2/gemma2-f32.gguf", "models/olmoe/olmoe-f32.gguf", "models/gpt2/gpt2-f32.gguf",
+        "models/qwen35/qwen35-f32.gguf", "models/qwen3next/qwen3next-f32.gguf"})
+    if (const fs::path p = test::fixture(rel); !p.empty()) models.push_back(load(p));
+  if (models.empty()) GTEST_SKIP() << "fixtures not found";
+  auto u32 = [](int64_t v) { return gguf::Value::of_u32(uint32_t(v)); };
+  models.push_back(random_model({.arch = "dragon",
+                                 .n_vocab = 64,
+                                 .d_model = 32,
+                                 .n_layer = 2,
+                                 .n_head = 4,
+                                 .n_kv_head = 2,
+                                 .d_ff = 64,
+                                 .n_ctx = 64,
+                                 .tied_output = true,
+                                 .keys = {{"ssm.state_size", u32(8)}, {"full_attention_interval", u32(2)}}},
+                                3));
+  std::set<std::string> covered;
+  const std::vector<int32_t> ids = {1, 5, 9, 2, 7, 30};
+  const int64_t T = int64_t(ids.size());
+  for (const auto& m : models) {
+    const ModelConfig& c = m->config();
+    SCOPED_TRACE(c.arch);
+    NoGrad ng;
+    const Tensor tokens = Tensor::from_ids({1, T}, ids);
+    const Tensor logits = m->forward(tokens, Ctx{});                                          // [1, T, V]
+    const Tensor hidden = m->forward(tokens, Ctx{.hidden_states = true});                     // [1, T, D]
+    const Tensor last = m->forward(tokens, Ctx{.last_logits = true, .hidden_states = true});  // [1, 1, D]
+    ASSERT_EQ(hidden.shape(), Shape({1, T, c.d_model}));
+    ASSERT_EQ(last.shape(), Shape({1, 1, c.d_model}));
+    const std::vector<float> h = hidden.to_vector();
+    EXPECT_EQ(last.to_vector(), std::vector<float>(h.end() - c.d_model, h.end()));
+    Tensor output;  // output.weight, or token_embd.weight when tied
+    m->for_each_param([&](Tensor& t) {
+      if (t.name() == "output.weight" || (t.name() == "token_embd.weight" && !output.defined())) output = t;
+    });
+    if (c.arch != "gemma2") {
+      EXPECT_EQ(linear(hidden, output).to_vector(), logits.to_vector());
+    }
+    covered.insert(c.arch);
+  }
+  EXPECT_EQ(covered.size(), architectures().size()) << "an architecture without a check here";
+}
+
 // Training will need gradients for every parameter the walk visits (soft-caps, slabs of the
 // stacked experts, the fused QKV split and the learned positions included).
 TEST(Archs, EveryParameterGetsAGradient) {

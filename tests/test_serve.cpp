@@ -18,12 +18,14 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "fixtures.h"
+#include "helpers.h"
 #include "serve/server_process.h"
 #include "toy/archs/lora.h"
 #include "toy/io/gguf.h"
@@ -934,13 +936,18 @@ TEST_F(Serve, AWrongTypeInAnyFieldOfAnyRouteIsA4xx) {
       "temperature":0,"top_p":1,"top_k":0,"min_p":0,"presence_penalty":0,"frequency_penalty":0,
       "logit_bias":{"5":1},"seed":1,"n":1,"stop":"x","stream":false,"logprobs":true,"top_logprobs":1,
       "tools":[],"response_format":{"type":"text"},"ignore_eos":false,"user":"u"})");
-  const std::vector<std::pair<std::string, json>> routes = {{"/v1/completions", completion},
-                                                            {"/v1/completions", stream},
-                                                            {"/v1/chat/completions", chat},
-                                                            {"/tokenize", json::parse(
-                                                                              R"({"content":"Hi","add_special":true,
+  const std::vector<std::pair<std::string, json>> routes = {
+      {"/v1/completions", completion},
+      {"/v1/completions", stream},
+      {"/v1/chat/completions", chat},
+      {"/tokenize", json::parse(
+                        R"({"content":"Hi","add_special":true,
                                                                     "with_pieces":true})")},
-                                                            {"/detokenize", json::parse(R"({"tokens":[1,2]})")}};
+      {"/detokenize", json::parse(R"({"tokens":[1,2]})")},
+      {"/v1/embeddings", json::parse(R"({"model":"tiny",
+                                                                    "input":["Hi","there"],"encoding_format":"base64",
+                                                                    "user":"u"})")},
+      {"/v1/embeddings", json::parse(R"({"input":[[1,2],[3]]})")}};
   const std::vector<json> wrong = {nullptr, true, 5, -7, 2.5, -1e300, "x", json::array({1}), json::object({{"a", 1}})};
   int probes = 0;
   for (const auto& [path, valid] : routes) {
@@ -1555,6 +1562,187 @@ TEST(ServeMonitoring, MetricsPropsSlotsLogAndModelNames) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// POST /v1/embeddings
+
+namespace {
+
+// The vectors of an embeddings answer, by index; base64 ones decoded (little-endian float32).
+std::vector<std::vector<float>> embedding_vectors(const json& answer) {
+  std::vector<std::vector<float>> out;
+  for (const json& d : answer["data"]) {
+    EXPECT_EQ(d["object"], "embedding");
+    EXPECT_EQ(d["index"], out.size());
+    if (d["embedding"].is_array()) {
+      out.push_back(d["embedding"].get<std::vector<float>>());
+      continue;
+    }
+    const std::string b64 = d["embedding"];
+    const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string bytes;
+    for (size_t i = 0; i + 4 <= b64.size(); i += 4) {
+      uint32_t group = 0;
+      int pad = 0;
+      for (size_t k = 0; k < 4; ++k) {
+        const size_t at = digits.find(b64[i + k]);
+        pad += b64[i + k] == '=';
+        group = group << 6 | uint32_t(at == std::string::npos ? 0 : at);
+      }
+      for (int k = 0; k < 3 - pad; ++k) bytes += char(group >> (16 - 8 * k) & 0xff);
+    }
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+double l2_norm(const std::vector<float>& v) {
+  double sum = 0;
+  for (float x : v) sum += double(x) * x;
+  return std::sqrt(sum);
+}
+
+}  // namespace
+
+// The shapes OpenAI's API takes, both encodings, usage and the model's id; every client mistake a
+// 400 that names the field. (What the numbers are: ServeEmbeddings below, against llama.cpp.)
+TEST_F(Serve, EmbeddingsShapesEncodingsAndMistakes) {
+  const json tok = post(port, "/tokenize", json{{"content", "Hello world"}, {"add_special", true}}).j();
+  const std::vector<int32_t> hello = tok["tokens"].get<std::vector<int32_t>>();  // BOS Hello world
+  const Reply one = post(port, "/v1/embeddings", json{{"model", "text-embedding-3-small"}, {"input", "Hello world"}});
+  ASSERT_EQ(one.status, 200) << one.body;
+  const json a = one.j();
+  EXPECT_EQ(a["object"], "list");
+  EXPECT_EQ(a["model"], "tiny");  // the served id, as completions answer
+  EXPECT_EQ(a["usage"], json({{"prompt_tokens", hello.size()}, {"total_tokens", hello.size()}}));
+  const std::vector<float> e = embedding_vectors(a).at(0);
+  ASSERT_GT(e.size(), 1u);
+  EXPECT_NEAR(l2_norm(e), 1.0, 1e-6);
+
+  // Every input shape; the text and its ids give the same vector, and each vector is its input's
+  // alone (the same as asked by itself).
+  const Reply many =
+      post(port, "/v1/embeddings", json{{"input", {hello, {hello[0], hello[1]}, hello}}, {"dimensions", e.size()}});
+  ASSERT_EQ(many.status, 200) << many.body;
+  const auto m = embedding_vectors(many.j());
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0], e);
+  EXPECT_EQ(m[2], e);
+  EXPECT_NE(m[1], e);
+  EXPECT_EQ(many.j()["usage"]["prompt_tokens"], 2 * hello.size() + 2);
+  const Reply ids = post(port, "/embeddings", json{{"input", hello}, {"encoding_format", "float"}});  // the alias
+  ASSERT_EQ(ids.status, 200) << ids.body;
+  EXPECT_EQ(embedding_vectors(ids.j()).at(0), e);
+  const Reply texts =
+      post(port, "/v1/embeddings", json{{"input", {"Hello world", "Hello"}}, {"encoding_format", "base64"}});
+  ASSERT_EQ(texts.status, 200) << texts.body;
+  EXPECT_TRUE(texts.j()["data"][0]["embedding"].is_string());
+  EXPECT_EQ(embedding_vectors(texts.j()).at(0), e);  // base64 carries the float32 bits
+  EXPECT_EQ(post(port, "/v1/embeddings", json{{"input", "Hi"}, {"frobnicate", 1}}).status, 200);  // logged, ignored
+
+  const int64_t n_vocab = 32000;
+  for (const auto& [body, param] : std::vector<std::pair<json, std::string>>{
+           {json::object(), "input"},
+           {{{"input", nullptr}}, "input"},
+           {{{"input", ""}}, "input"},
+           {{{"input", json::array()}}, "input"},
+           {{{"input", {"a", ""}}}, "input[1]"},
+           {{{"input", json::array({json::array()})}}, "input[0]"},
+           {{{"input", {{1, 2}, json::array()}}}, "input[1]"},
+           {{{"input", 5}}, "input"},
+           {{{"input", {1, "a"}}}, "input"},
+           {{{"input", {"a", 1}}}, "input[1]"},
+           {{{"input", {{1, 2}, 3}}}, "input[1]"},
+           {{{"input", json::array({{1, -2}})}}, "input[0]"},
+           {{{"input", json::array({true})}}, "input"},
+           {{{"input", json::array({n_vocab})}}, "input"},
+           {{{"input", {json::array({1}), json::array({n_vocab})}}}, "input[1]"},
+           {{{"input", std::vector<int>(1025, 1)}}, "input"},  // the context is 1024
+           {{{"input", std::vector<std::string>(2049, "a")}}, "input"},
+           {{{"input", "a"}, {"encoding_format", "hex"}}, "encoding_format"},
+           {{{"input", "a"}, {"encoding_format", 1}}, "encoding_format"},
+           {{{"input", "a"}, {"dimensions", e.size() - 1}}, "dimensions"},
+           {{{"input", "a"}, {"dimensions", "all"}}, "dimensions"},
+           {{{"input", "a"}, {"model", 5}}, "model"},
+           {{{"input", "a"}, {"user", 5}}, "user"}}) {
+    const Reply r = post(port, "/v1/embeddings", body);
+    EXPECT_EQ(r.status, 400) << body.dump().substr(0, 200) << " -> " << r.body;
+    EXPECT_EQ(r.j()["error"]["param"], param) << body.dump().substr(0, 200) << " -> " << r.body;
+  }
+  const Reply too_long = post(port, "/v1/embeddings", json{{"input", std::vector<int>(1025, 1)}});
+  EXPECT_EQ(too_long.j()["error"]["code"], "context_length_exceeded") << too_long.body;
+  EXPECT_NE(too_long.j()["error"]["message"].get<std::string>().find("1025 tokens"), std::string::npos);
+  EXPECT_EQ(post(port, "/v1/embeddings", std::string("[1]")).status, 400);
+  EXPECT_EQ(post(port, "/v1/embeddings", std::string("{")).status, 400);
+  EXPECT_EQ(get(port, "/v1/embeddings").status, 405);
+}
+
+// The numbers, against llama.cpp (node-llama-cpp 3.21.1, bench/peer/embed.mjs) on the story
+// model: llama.cpp's final hidden states (after the output norm, as llama-server pools them),
+// pooled here by the definition of each pooling and normalised, equal toy serve's vectors. The
+// hidden state of each position is llama.cpp's last-token vector of the prefix ending there
+// (attention is causal). Runs where node and bench/peer/node_modules are (`cd bench/peer && npm i`).
+TEST(ServeEmbeddings, EqualLlamaCppsHiddenStatesPooled) {
+  const fs::path peer = fs::path(TOY_SOURCE_DIR) / "bench" / "peer";
+  if (std::system("node --version >/dev/null 2>&1") != 0 ||
+      !fs::exists(peer / "node_modules" / "node-llama-cpp" / "package.json"))
+    GTEST_SKIP() << "node-llama-cpp is not installed: run `cd bench/peer && npm i` for this check";
+  const std::string model = (fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf").string();
+  ServerProcess mean(model, "--name stories");  // mean pooling: the default for a file without pooling_type
+  ServerProcess last(model, "--name stories --pooling last");
+  ASSERT_NE(mean.port(), 0) << mean.log();
+  ASSERT_NE(last.port(), 0) << last.log();
+  const std::string text = "Once upon a time, there was a little cat.";
+  const std::vector<int32_t> ids =
+      post(mean.port(), "/tokenize", json{{"content", text}, {"add_special", true}}).j()["tokens"];
+  const std::vector<int32_t> other = {1, 300, 301, 42};
+  ASSERT_GT(ids.size(), 5u);
+
+  // llama.cpp: the last-token hidden state of every prefix of `ids`, then of `other`.
+  std::string lists;
+  for (size_t t = 1; t <= ids.size(); ++t) {
+    lists += " ";
+    for (size_t k = 0; k < t; ++k) lists += (k ? "," : "") + std::to_string(ids[k]);
+  }
+  for (size_t k = 0; k < other.size(); ++k) lists += (k ? "," : " ") + std::to_string(other[k]);
+  const std::string out = tmp("llama_embed.json");
+  const int rc = std::system(
+      ("cd " + peer.string() + " && timeout 300 node embed.mjs " + model + lists + " >" + out + " 2>&1").c_str());
+  const std::string llama_text = toy::test::read_text(out);
+  ASSERT_EQ(rc, 0) << llama_text;
+  const auto hidden = json::parse(llama_text).get<std::vector<std::vector<float>>>();  // [T + 1][D]
+  ASSERT_EQ(hidden.size(), ids.size() + 1);
+  const size_t D = hidden[0].size();
+  auto normalised = [](std::vector<double> v) {
+    double sum = 0;
+    for (double x : v) sum += x * x;
+    std::vector<float> out;
+    for (double x : v) out.push_back(float(x / std::sqrt(sum)));
+    return out;
+  };
+  std::vector<double> mean_ids(D, 0.0);
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (size_t d = 0; d < D; ++d) mean_ids[d] += hidden[t][d] / double(ids.size());
+  const std::vector<float> want_mean = normalised(mean_ids);
+  const std::vector<float> want_last_ids = normalised({hidden[ids.size() - 1].begin(), hidden[ids.size() - 1].end()});
+  const std::vector<float> want_last_other = normalised({hidden.back().begin(), hidden.back().end()});
+
+  const Reply m = post(mean.port(), "/v1/embeddings", json{{"input", text}});  // text: BOS added, as tokenized above
+  ASSERT_EQ(m.status, 200) << m.body;
+  EXPECT_EQ(m.j()["usage"]["prompt_tokens"], ids.size());
+  const Reply l = post(last.port(), "/v1/embeddings", json{{"input", {ids, other}}});
+  ASSERT_EQ(l.status, 200) << l.body;
+  const auto got_mean = embedding_vectors(m.j()), got_last = embedding_vectors(l.j());
+  ASSERT_EQ(got_mean.at(0).size(), D);
+  ASSERT_EQ(got_last.size(), 2u);
+  // F32 weights and KV cache on both sides: as close as the logits (tests/test_models.cpp, F32).
+  EXPECT_LE(toy::test::nmse(want_mean, got_mean[0]), 1e-8);
+  EXPECT_LE(toy::test::nmse(want_last_ids, got_last[0]), 1e-8);
+  EXPECT_LE(toy::test::nmse(want_last_other, got_last[1]), 1e-8);
+  EXPECT_GT(toy::test::nmse(want_mean, got_last[0]), 1e-3);  // the poolings differ: each check can fail
+}
+
+// ---------------------------------------------------------------------------------------------
 // A server of its own: one slot, one queue place, to see the queue fill.
 
 TEST(ServeQueue, FullQueueGets503AndWaitersAreServed) {
@@ -1837,20 +2025,80 @@ TEST(ServeTools, ParsesEachFormatAndLeavesOtherTextAlone) {
   EXPECT_TRUE(parse_tool_calls("[1, 2]", ToolFormat::Mistral, tools, 1).calls.empty());
 
   // Streaming: content goes out until a call may begin; the rest is held.
-  ToolCallStream h(ToolFormat::Hermes);
-  EXPECT_EQ(h.push("Sure <tool"), "Sure ");
-  EXPECT_EQ(h.push("_c"), "");
-  EXPECT_EQ(h.push("all>{\"name\""), "");
+  ToolCallStream h(ToolFormat::Hermes, tools, 1);
+  EXPECT_EQ(h.push("Sure <tool").content, "Sure ");
+  EXPECT_EQ(h.push("_c").content, "");
+  EXPECT_EQ(h.push("all>{\"name\"").content, "");
   EXPECT_EQ(h.held(), "<tool_call>{\"name\"");
-  ToolCallStream not_a_call(ToolFormat::Hermes);
-  EXPECT_EQ(not_a_call.push("a <"), "a ");
-  EXPECT_EQ(not_a_call.push("b> text"), "<b> text");
-  ToolCallStream l(ToolFormat::Llama3);
-  EXPECT_EQ(l.push("  "), "");
-  EXPECT_EQ(l.push("{\"name\""), "");
-  ToolCallStream plain(ToolFormat::Llama3);
-  EXPECT_EQ(plain.push(" Hi"), " Hi");
-  EXPECT_EQ(plain.push(" {x}"), " {x}");
+  ToolCallStream not_a_call(ToolFormat::Hermes, tools, 1);
+  EXPECT_EQ(not_a_call.push("a <").content, "a ");
+  EXPECT_EQ(not_a_call.push("b> text").content, "<b> text");
+  ToolCallStream l(ToolFormat::Llama3, tools, 1);
+  EXPECT_EQ(l.push("  ").content, "");
+  EXPECT_EQ(l.push("{\"name\"").content, "");
+  ToolCallStream plain(ToolFormat::Llama3, tools, 1);
+  EXPECT_EQ(plain.push(" Hi").content, " Hi");
+  EXPECT_EQ(plain.push(" {x}").content, " {x}");
+}
+
+// A streamed call goes out as it is written, as OpenAI streams it: its id and name (arguments "")
+// as soon as the name is whole, then its arguments piece by piece; the pieces put together are the
+// arguments of the whole answer's parse, in every format, for several calls.
+TEST(ServeTools, StreamedCallsGoOutTokenByToken) {
+  using namespace toy::serve;
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "get_weather"}}, {"type": "function", "function": {"name": "add"}}])");
+  const std::string args =
+      "{\"city\": \"Paris, \\\"la ville\\\" {}\", \"days\": [1, 2]}";  // a quote and braces in a string
+  for (const auto& [format, text] : std::vector<std::pair<ToolFormat, std::string>>{
+           {ToolFormat::Hermes,
+            "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + args +
+                "}\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"},
+           {ToolFormat::Mistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": " + args +
+                                     "}, {\"name\": \"add\", \"arguments\": {\"a\": 1}, \"id\": \"abcdefghi\"}]"},
+           {ToolFormat::Llama3, "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": " + args + "}"}}) {
+    SCOPED_TRACE(tool_format_name(format));
+    ToolCallStream stream(format, tools, 7);
+    std::string content;
+    std::vector<ToolCallDelta> deltas;
+    for (size_t at = 0; at < text.size(); at += 3) {  // 3-byte "tokens"
+      ToolCallStream::Update u = stream.push(text.substr(at, 3));
+      content += u.content;
+      deltas.insert(deltas.end(), u.calls.begin(), u.calls.end());
+    }
+    ToolAnswer whole = parse_tool_calls(text, format, tools, 7);
+    const ToolAnswer parsed = whole;  // as a non-streamed answer gives it
+    const size_t streamed = deltas.size();
+    for (const ToolCallDelta& d : stream.finish(whole.calls)) deltas.push_back(d);
+    ASSERT_EQ(whole.calls.size(), format == ToolFormat::Llama3 ? 1u : 2u);
+    EXPECT_EQ(whole.calls[0].arguments, R"({"city":"Paris, \"la ville\" {}","days":[1,2]})");
+    EXPECT_EQ(content, format == ToolFormat::Hermes ? "Let me look.\n" : "");
+    EXPECT_EQ(streamed, deltas.size()) << "everything went out while the answer was written";
+    std::vector<std::string> pieces(whole.calls.size());
+    std::vector<int> fragments(whole.calls.size());
+    for (const ToolCallDelta& d : deltas) {
+      ASSERT_LT(d.index, whole.calls.size());
+      if (!d.name.empty()) {  // the call's first delta, before any of its arguments
+        EXPECT_EQ(d.name, whole.calls[d.index].name);
+        EXPECT_EQ(d.id, parsed.calls[d.index].id);  // the same ids streamed or not
+        EXPECT_EQ(pieces[d.index], "");
+        EXPECT_EQ(d.arguments, "");
+      } else {
+        pieces[d.index] += d.arguments;
+        ++fragments[d.index];
+      }
+    }
+    for (size_t i = 0; i < whole.calls.size(); ++i) EXPECT_EQ(pieces[i], whole.calls[i].arguments);
+    EXPECT_GT(fragments[0], 10);
+  }
+  // A call cut short stays as it went out; the whole answer has no call then.
+  ToolCallStream cut(ToolFormat::Hermes, tools, 7);
+  const ToolCallStream::Update u = cut.push("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\"");
+  ASSERT_EQ(u.calls.size(), 2u);
+  EXPECT_EQ(u.calls[1].arguments, "{\"a\"");
+  std::vector<ToolCall> none;
+  EXPECT_TRUE(cut.finish(none).empty());
+  EXPECT_EQ(cut.calls_started(), 1u);
 }
 
 TEST(ServeTools, ForcedCallsInEveryTemplateFormat) {
@@ -1901,18 +2149,32 @@ TEST(ServeTools, ForcedCallsInEveryTemplateFormat) {
     ASSERT_EQ(r.status, 200) << r.body;
     bool done = false;
     std::string id, fn, args, finish;
+    int fragments = 0;
     for (const json& e : sse_events(r.body, &done)) {
       const json& c = e["choices"][0];
       if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
       if (!c["delta"].contains("tool_calls")) continue;
       const json& d = c["delta"]["tool_calls"][0];
       EXPECT_EQ(d["index"], 0);
-      if (d.contains("id")) id = d["id"], fn = d["function"]["name"];
+      if (d.contains("id")) {  // the first delta: id, type, name, and no arguments yet
+        id = d["id"], fn = d["function"]["name"];
+        EXPECT_EQ(d["type"], "function");
+        EXPECT_EQ(d["function"]["arguments"], "");
+        EXPECT_EQ(args, "");
+      } else {
+        ++fragments;
+      }
       args += d["function"]["arguments"].get<std::string>();
     }
     EXPECT_TRUE(done);
     EXPECT_EQ(finish, "tool_calls");
     EXPECT_EQ(id.size(), 9u);
+    // Token by token: pieces of a few bytes (the whole call at the end came in 24-byte pieces).
+    EXPECT_GE(fragments * 12, int(args.size())) << fragments << " pieces: " << args;
+    q["stream"] = false;  // the same call, not streamed: the same id and arguments
+    const json whole = post(s.port(), "/v1/chat/completions", q).j()["choices"][0]["message"]["tool_calls"][0];
+    EXPECT_EQ(whole["id"], id);
+    EXPECT_EQ(whole["function"]["arguments"], args);
     const json parsed = json::parse(args, nullptr, false);
     if (fn == "get_weather")
       EXPECT_TRUE(valid_weather(parsed)) << args;

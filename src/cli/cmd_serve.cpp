@@ -19,6 +19,22 @@
 namespace toy::cli {
 namespace {
 
+// How /v1/embeddings pools: --pooling, else the file's `<arch>.pooling_type` (an embedding model
+// says which it was trained with), else the mean (llama-server's `--pooling mean`).
+serve::Pooling pooling(const Args& a, const gguf::GgufFile& file, const std::string& arch) {
+  if (a.has("pooling")) {
+    const auto p = serve::pooling_named(a.str("pooling"));
+    if (!p) throw UsageError("--pooling must be mean, cls or last, got '" + a.str("pooling") + "'");
+    return *p;
+  }
+  const gguf::Value* v = file.find(arch + ".pooling_type");
+  if (!v || !v->is_integer()) return serve::Pooling::Mean;
+  if (const auto p = serve::pooling_from_gguf(v->as_int())) return *p;
+  std::fprintf(stderr, "toy serve: warning: %s.pooling_type %lld has no single vector per input; embeddings use mean\n",
+               arch.c_str(), (long long)v->as_int());
+  return serve::Pooling::Mean;
+}
+
 // Waits for SIGINT/SIGTERM on its own thread (they are blocked everywhere else): the first
 // stops the server gracefully, the second exits at once.
 void watch_signals(serve::Server& server, sigset_t set) {
@@ -81,6 +97,7 @@ int run(const Args& a) {
   cfg.timeout_s = int(timeout);
   cfg.max_connections_per_address = int(per_client);
   cfg.log_requests = !a.flag("quiet");
+  cfg.pooling = pooling(a, *l.file, l.model->config().arch);
   // Adapters stay apart from the model: each set of scales a request asks for is the base loaded
   // once more (its weights the same mapping) with them attached (serve/adapters.h).
   serve::AdapterSetup adapters{.adapters = read_lora_flags(a),
@@ -100,9 +117,11 @@ int run(const Args& a) {
     throw NetworkError(e.what());
   }
   watch_signals(server, set);
-  std::fprintf(stderr, "toy serve: model '%s' (%s), %lld slot(s) of %lld tokens, queue %lld, chat template: %s\n",
+  std::fprintf(stderr,
+               "toy serve: model '%s' (%s), %lld slot(s) of %lld tokens, queue %lld, chat template: %s, embeddings: "
+               "%s pooling\n",
                cfg.model_name.c_str(), l.model->config().arch.c_str(), parallel, (long long)server.config().n_ctx,
-               queue, chat.origin.c_str());
+               queue, chat.origin.c_str(), serve::pooling_name(cfg.pooling));
   std::printf("listening on http://%s:%d\n", host.c_str(), bound);
   std::fflush(stdout);
   server.run();
@@ -112,7 +131,7 @@ int run(const Args& a) {
 
 Registrar reg({
     .name = "serve",
-    .summary = "serve a model over the OpenAI HTTP API (completions, chat, streaming)",
+    .summary = "serve a model over the OpenAI HTTP API (completions, chat, streaming, embeddings)",
     .positionals = {{"MODEL", "a GGUF model with a tokenizer (default: the embedded story model)", false}},
     .flags = {model_flag(),
               {"host", FlagType::String, "127.0.0.1", "address to listen on (0.0.0.0: every interface)"},
@@ -136,6 +155,9 @@ Registrar reg({
               {"conns-per-client", FlagType::Int, "16",
                "connections one client address may hold open at once; more are answered 429 and closed"},
               {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
+              {"pooling", FlagType::String, "",
+               "how /v1/embeddings pools an input's hidden states: mean, cls or last (default: the file's "
+               "pooling_type, else mean)"},
               kv_type_flag(),
               lora_flag(),
               lora_scaled_flag(),

@@ -239,6 +239,30 @@ await check('response_format json_schema and json_object', async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format.json_schema.schema');
 });
 
+await check('embeddings.create: float, base64 (the SDK default, which it decodes), several inputs', async () => {
+  const input = ['Once upon a time', 'The cat sat on the mat.'];
+  const asked = await client.embeddings.create({ model, input, encoding_format: 'float' });
+  assert.equal(asked.object, 'list');
+  assert.equal(asked.model, model);
+  assert.deepEqual(asked.data.map((d) => [d.object, d.index]), [['embedding', 0], ['embedding', 1]]);
+  const [a, b] = asked.data.map((d) => d.embedding);
+  assert.ok(a.length > 1 && a.length === b.length);
+  assert.ok(Math.abs(Math.hypot(...a) - 1) < 1e-6, 'unit L2 norm');
+  assert.notDeepEqual(a, b);
+  assert.ok(asked.usage.prompt_tokens > 0);
+  assert.equal(asked.usage.total_tokens, asked.usage.prompt_tokens);
+  // Without encoding_format the SDK asks for base64 and decodes it: the same float32 values.
+  const decoded = await client.embeddings.create({ model, input });
+  assert.deepEqual(decoded.data.map((d) => d.embedding), [a, b]);
+  const raw = await client.embeddings.create({ model, input: input[0], encoding_format: 'base64' });
+  const bytes = Buffer.from(raw.data[0].embedding, 'base64');
+  assert.deepEqual(Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4)), a);
+  const one = await client.embeddings.create({ model, input: input[1], dimensions: a.length, encoding_format: 'float' });
+  assert.deepEqual(one.data[0].embedding, b, 'an input alone or among others: the same vector');
+  await assert.rejects(client.embeddings.create({ model, input: '' }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'input');
+  await assert.rejects(client.embeddings.create({ model, input: 'x', dimensions: 3 }), (e) => e instanceof OpenAI.BadRequestError && e.param === 'dimensions');
+});
+
 await check('errors become typed SDK exceptions', async () => {
   await assert.rejects(client.models.retrieve('no-such-model'), (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
   await assert.rejects(client.chat.completions.create({ model, messages: [] }), (e) => e instanceof OpenAI.BadRequestError && e.status === 400);

@@ -102,6 +102,7 @@ struct Dragon {
       x = x + swiglu_ffn(L.ffn, rms_norm(x, L.ffn_norm, h.eps));  // [B, T, D]
     }
     x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);  // [B, T, D]
+    if (ctx.hidden_states) return x;                              // [B, T, D]
     return linear(x, h.tied_output ? w.token_embd : w.output);    // [B, T, V]
   }
 };

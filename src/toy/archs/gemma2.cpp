@@ -89,6 +89,7 @@ struct Gemma2 {
     for (int64_t l = 0; l < h.n_layer; ++l)
       x = sandwich_norm_block(w.blk[size_t(l)], h.is_local(l) ? local : global, h.eps, x, angles, ctx, l);
     x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);             // [B, T, D]
+    if (ctx.hidden_states) return x;                                         // [B, T, D]
     Tensor logits = linear(x, w.token_embd);                                 // [B, T, V]
     return h.final_softcap > 0 ? softcap(logits, h.final_softcap) : logits;  // [B, T, V]
   }

@@ -57,6 +57,7 @@ struct Gpt2 {
     Tensor x = embedding(w.token_embd, tokens) + embedding(w.position_embd, ctx.positions(tokens));  // [B, T, D]
     for (int64_t l = 0; l < h.n_layer; ++l) x = gpt2_block(w.blk[size_t(l)], a, h.eps, x, ctx, l);   // [B, T, D]
     x = layer_norm(logit_positions(x, ctx), w.output_norm, w.output_norm_bias, h.eps);               // [B, T, D]
+    if (ctx.hidden_states) return x;                                                                 // [B, T, D]
     return linear(x, h.tied_output ? w.token_embd : w.output);                                       // [B, T, V]
   }
 };

@@ -37,7 +37,8 @@ class Model {
  public:
   virtual ~Model() = default;
   const ModelConfig& config() const { return config_; }
-  // tokens: I32 [B, T], row b at positions ctx.seq(b).pos0 … -> logits [B, T, n_vocab]
+  // tokens: I32 [B, T], row b at positions ctx.seq(b).pos0 … -> logits [B, T, n_vocab], or the
+  // final hidden states [B, T, d_model] when ctx.hidden_states (every architecture honours both)
   virtual Tensor forward(const Tensor& tokens, const Ctx& ctx) const = 0;
   // Every parameter tensor, named with its GGUF name (tensor.name()), each visited once
   // (a tied embedding is one parameter). Loading, saving, the optimizer and LoRA all walk this.

@@ -75,6 +75,7 @@ struct Olmoe {
     for (int64_t l = 0; l < h.n_layer; ++l)
       x = moe_block(w.blk[size_t(l)], a, moe, h.eps, x, angles, ctx, l);  // [B, T, D]
     x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);          // [B, T, D]
+    if (ctx.hidden_states) return x;                                      // [B, T, D]
     return linear(x, w.output);                                           // [B, T, V]
   }
 };

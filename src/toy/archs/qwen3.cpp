@@ -63,6 +63,7 @@ struct Qwen3 {
     for (int64_t l = 0; l < h.n_layer; ++l)
       x = pre_norm_block(w.blk[size_t(l)], a, h.eps, x, angles, ctx, l);  // [B, T, D]
     x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);          // [B, T, D]
+    if (ctx.hidden_states) return x;                                      // [B, T, D]
     return linear(x, h.tied_output ? w.token_embd : w.output);            // [B, T, V]
   }
 };

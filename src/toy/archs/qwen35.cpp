@@ -72,6 +72,7 @@ struct Qwen35 {
       x = x + swiglu_ffn(L.ffn, rms_norm(x, L.post_attention_norm, h.eps));  // [B, T, D]
     }
     x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);  // [B, T, D]
+    if (ctx.hidden_states) return x;                              // [B, T, D]
     return linear(x, h.tied_output ? w.token_embd : w.output);    // [B, T, V]
   }
 };

@@ -97,6 +97,7 @@ struct Qwen3Next {
       x = x + (moe_ffn(L.ffn, moe, m) + shared_expert_ffn(L.shexp, m));  // [B, T, D]
     }
     x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);  // [B, T, D]
+    if (ctx.hidden_states) return x;                              // [B, T, D]
     return linear(x, h.tied_output ? w.token_embd : w.output);    // [B, T, V]
   }
 };

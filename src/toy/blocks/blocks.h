@@ -69,6 +69,9 @@ struct Ctx {
   // Only the last position's logits are wanted (a prompt fed for generation): the output
   // projection, ~20% of a small model's work, then runs on one row instead of T.
   bool last_logits = false;
+  // Return the final hidden states [B, T, D] (after the output norm, before the output
+  // projection) instead of logits: what an embedding is pooled from (llama.cpp's t_embd).
+  bool hidden_states = false;
   const Seq& seq(int64_t b) const { return seqs.size() == 1 ? seqs[0] : seqs[size_t(b)]; }
   // I32 [B, T]: seq(b).pos0 + t. Throws ShapeError when there are neither 1 nor B sequences.
   Tensor positions(int64_t B, int64_t T) const;

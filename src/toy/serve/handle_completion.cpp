@@ -150,25 +150,20 @@ GenerationSettings choice_settings(const Job& job, int index) {
   return g;
 }
 
+// What the ids of choice `choice`'s tool calls are drawn from: the request's seed when given.
+uint64_t tool_call_seed(const Job& job, int choice) {
+  return job.req.seed ? *job.req.seed + uint64_t(choice) : std::random_device{}();
+}
+
 // Chat with tools: the calls in the answer's text become its tool_calls (finish_reason
-// "tool_calls"); the text left is the content. Ids are drawn from the request's seed when given.
-void take_tool_calls(const Server::Impl& s, const Job& job, int choice, CompletionResult& r) {
+// "tool_calls"); the text left is the content.
+void take_tool_calls(const Server::Impl& s, const Job& job, uint64_t seed, CompletionResult& r) {
   if (!job.tools || r.cancelled) return;
-  const uint64_t seed = job.req.seed ? *job.req.seed + uint64_t(choice) : std::random_device{}();
   ToolAnswer a = parse_tool_calls(r.text, s.tool_format, job.req.tools, seed);
   if (a.calls.empty()) return;
   r.text = std::move(a.content);
   r.tool_calls = std::move(a.calls);
   r.finish_reason = "tool_calls";
-}
-
-// The answer when no slot can be had: the queue is full, or the server is stopping.
-ApiError no_slot(const Server::Impl& s) {
-  if (s.stopping) return ApiError(503, "The server is shutting down", "", "shutting_down");
-  return ApiError(503,
-                  "The server is busy: all " + std::to_string(s.config.parallel) + " slots are generating and " +
-                      std::to_string(s.config.queue) + " requests are waiting; retry later",
-                  "", "server_busy");
 }
 
 // Fills an empty `lease` with a slot (the next choice's); false when none can be had.
@@ -235,10 +230,11 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
           // The choices one after the other, each on a slot of its own lease (the first one's
           // was taken before the answer began).
           for (int i = 0; ok && i < st->job.req.n; ++i) {
-            if (!lease_slot(s.slots, st->lease)) throw no_slot(s);
+            if (!lease_slot(s.slots, st->lease)) throw s.no_slot();
             const int slot = st->lease->slot();
             st->writer.set_choice(i);
-            ToolCallStream calls(s.tool_format);  // with tools: text that may be a call is held
+            const uint64_t seed = tool_call_seed(st->job, i);
+            ToolCallStream calls(s.tool_format, st->job.req.tools, seed);  // with tools: calls go out as written
             // The first chunk carries the role (chat) or the echoed prompt with its logprobs
             // (completions), so it goes out once the prompt is evaluated.
             CompletionResult r = generate(
@@ -248,17 +244,21 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
                 },
                 [&](const Delta& d) {
                   if (!st->job.tools) return ok = write(sse(st->writer.delta(d)));
+                  ToolCallStream::Update u = calls.push(d.text);
                   Delta content = d;
-                  content.text = calls.push(d.text);
-                  if (content.text.empty() && content.tokens.empty()) return ok;  // all held
-                  return ok = write(sse(st->writer.delta(content)));
+                  content.text = std::move(u.content);
+                  if (!content.text.empty() || !content.tokens.empty())
+                    ok = ok && write(sse(st->writer.delta(content)));
+                  for (const ToolCallDelta& c : u.calls) ok = ok && write(sse(st->writer.tool_call(c)));
+                  return ok;
                 },
                 [&] { return ok = sink.is_writable(); });
             st->lease.reset();
             if (st->job.tools && ok && !r.cancelled) {  // the held text: calls, or content after all
-              take_tool_calls(s, st->job, i, r);
-              if (r.tool_calls.empty() && !calls.held().empty()) ok = write(sse(st->writer.delta({calls.held(), {}})));
-              for (const json& chunk : st->writer.tool_calls(r.tool_calls)) ok = ok && write(sse(chunk));
+              take_tool_calls(s, st->job, seed, r);
+              if (r.tool_calls.empty() && calls.calls_started() == 0 && !calls.held().empty())
+                ok = write(sse(st->writer.delta({calls.held(), {}})));
+              for (const ToolCallDelta& c : calls.finish(r.tool_calls)) ok = ok && write(sse(st->writer.tool_call(c)));
             }
             ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
             r.cancelled = r.cancelled || !ok;
@@ -293,14 +293,10 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
   } catch (const ApiError& e) {
     return send_error(res, e);
   }
-  if (!job.req.ignored_fields.empty()) {
-    std::string names;
-    for (const std::string& f : job.req.ignored_fields) names += (names.empty() ? "" : ", ") + f;
-    log(http_req.path + ": warning: ignored unknown request fields: " + names);
-  }
+  warn_ignored_fields(http_req.path, job.req.ignored_fields);
 
   auto lease = slots.acquire();
-  if (!lease) return send_error(res, no_slot(*this));
+  if (!lease) return send_error(res, no_slot());
   try {
     prepare_prompt(*this, job);
   } catch (const ApiError& e) {
@@ -312,12 +308,12 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
   const int fd = client_socket();
   std::vector<CompletionResult> results;
   for (int i = 0; i < job.req.n; ++i) {  // the choices one after the other
-    if (!lease_slot(slots, lease)) return send_error(res, no_slot(*this));
+    if (!lease_slot(slots, lease)) return send_error(res, no_slot());
     const int slot = lease->slot();
     CompletionResult r = generate(*this, std::move(*lease), job, i, /*stream=*/false, nullptr, nullptr,
                                   [fd] { return client_alive(fd); });
     lease.reset();
-    take_tool_calls(*this, job, i, r);
+    take_tool_calls(*this, job, tool_call_seed(job, i), r);
     log(http_req.path + " slot " + std::to_string(slot) + choice_name(job, i) + ": " + summary(r));
     metrics.count_completion(r);
     if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket

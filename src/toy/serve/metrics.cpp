@@ -22,6 +22,12 @@ void Metrics::count_completion(const CompletionResult& r) {
   generate_seconds_ += r.generate_seconds;
 }
 
+void Metrics::count_embeddings(int64_t inputs, int64_t tokens) {
+  std::lock_guard lk(mu_);
+  embeddings_ += uint64_t(inputs);
+  embedding_tokens_ += uint64_t(tokens);
+}
+
 namespace {
 
 // One metric: "# HELP", "# TYPE" and its sample lines.
@@ -55,6 +61,8 @@ std::string Metrics::prometheus(const SlotPool::Stats& slots) const {
          double(cache_hits_));
   metric(out, "prompt_cached_tokens_total", "counter", "Prompt tokens whose KV rows were reused.",
          double(cached_tokens_));
+  metric(out, "embeddings_total", "counter", "Inputs embedded (/v1/embeddings).", double(embeddings_));
+  metric(out, "embedding_tokens_total", "counter", "Tokens of the inputs embedded.", double(embedding_tokens_));
   metric(out, "requests_waiting", "gauge", "Requests waiting for a slot.", slots.waiting);
   metric(out, "slots_busy", "gauge", "Slots generating.", slots.busy);
   metric(out, "slots_total", "gauge", "Slots (--parallel).", slots.slots);

@@ -2,7 +2,7 @@
 //
 // Every request counts once by its HTTP status, as the request log writes it (including requests
 // refused before they reached a route: 401, 404, 413, 429 ...); every completion adds its tokens
-// and times. Throughputs are totals over totals (tokens / seconds spent on them), as llama-server
+// and times, every embeddings request its inputs and tokens. Throughputs are totals over totals (tokens / seconds spent on them), as llama-server
 // reports them. Thread-safe.
 #pragma once
 
@@ -20,6 +20,7 @@ class Metrics {
  public:
   void count_request(int status);
   void count_completion(const CompletionResult& r);
+  void count_embeddings(int64_t inputs, int64_t tokens);  // one /v1/embeddings request answered
 
   // The Prometheus text exposition of the counters and of the slots' state now.
   std::string prometheus(const SlotPool::Stats& slots) const;
@@ -31,6 +32,7 @@ class Metrics {
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
   uint64_t cache_hits_ = 0, cached_tokens_ = 0;  // completions that reused KV rows, and how many rows
   double prompt_seconds_ = 0, generate_seconds_ = 0;
+  uint64_t embeddings_ = 0, embedding_tokens_ = 0;  // inputs embedded, and their tokens
 };
 
 }  // namespace toy::serve

@@ -177,29 +177,14 @@ json ChunkWriter::delta(const Delta& d) {
   return chunk({{"text", d.text}, {"index", index_}, {"logprobs", lp}, {"finish_reason", nullptr}});
 }
 
-std::vector<json> ChunkWriter::tool_calls(const std::vector<ToolCall>& calls) {
-  constexpr size_t kPiece = 24;  // bytes of arguments per chunk (cut between UTF-8 characters)
-  std::vector<json> out;
-  auto delta = [&](json call) {
-    return chunk({{"index", index_},
-                  {"delta", {{"tool_calls", json::array({std::move(call)})}}},
-                  {"logprobs", nullptr},
-                  {"finish_reason", nullptr}});
-  };
-  for (size_t i = 0; i < calls.size(); ++i) {
-    out.push_back(delta({{"index", i},
-                         {"id", calls[i].id},
-                         {"type", "function"},
-                         {"function", {{"name", calls[i].name}, {"arguments", ""}}}}));
-    const std::string& args = calls[i].arguments;
-    for (size_t at = 0; at < args.size();) {
-      size_t end = std::min(args.size(), at + kPiece);
-      while (end < args.size() && (uint8_t(args[end]) & 0xC0) == 0x80) ++end;
-      out.push_back(delta({{"index", i}, {"function", {{"arguments", args.substr(at, end - at)}}}}));
-      at = end;
-    }
-  }
-  return out;
+json ChunkWriter::tool_call(const ToolCallDelta& d) {
+  json call = {{"index", d.index}};
+  if (!d.name.empty()) call.update({{"id", d.id}, {"type", "function"}});
+  call["function"] = d.name.empty() ? json{{"arguments", d.arguments}} : json{{"name", d.name}, {"arguments", ""}};
+  return chunk({{"index", index_},
+                {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                {"logprobs", nullptr},
+                {"finish_reason", nullptr}});
 }
 
 json ChunkWriter::last(const std::string& finish_reason) {

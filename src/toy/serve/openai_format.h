@@ -58,9 +58,9 @@ class ChunkWriter {
   json first(const std::string& echo_text,
              const std::vector<TokenLogprob>& echo_tokens);  // role (chat) / echoed prompt
   json delta(const Delta& d);
-  // Chat: the chunks of tool calls as OpenAI streams them: per call, one with its index, id, name
-  // and empty arguments, then the arguments in pieces.
-  std::vector<json> tool_calls(const std::vector<ToolCall>& calls);
+  // Chat: a piece of a tool call as OpenAI streams them: the call's index, id, type and name with
+  // empty arguments first, then pieces of its arguments (tool_calls.h, ToolCallStream).
+  json tool_call(const ToolCallDelta& d);
   json last(const std::string& finish_reason);
   json usage(const CompletionResult& r);
 

@@ -404,14 +404,62 @@ bool read_field(const std::string& key, Endpoint endpoint) {
   return common.count(key) || (endpoint == Endpoint::Chat ? chat : completions).count(key);
 }
 
-void list_ignored_fields(const json& body, CompletionRequest& r) {
-  for (auto it = body.begin(); it != body.end() && r.ignored_fields.size() < kMaxIgnoredFields; ++it) {
-    if (read_field(it.key(), r.endpoint)) continue;
+// The top-level fields of `body` that `read` says are not read, for the log (see ignored_fields).
+template <class Read>
+std::vector<std::string> ignored_fields(const json& body, Read read) {
+  std::vector<std::string> names;
+  for (auto it = body.begin(); it != body.end() && names.size() < kMaxIgnoredFields; ++it) {
+    if (read(it.key())) continue;
     std::string name = it.key().size() <= 40 ? it.key() : it.key().substr(0, 37) + "...";
     for (char& c : name)
       if (uint8_t(c) < 0x20 || c == 0x7f) c = '?';
-    r.ignored_fields.push_back(std::move(name));
+    names.push_back(std::move(name));
   }
+  return names;
+}
+
+// `input` of an embeddings request: the documented shapes, elements of one kind.
+std::vector<EmbeddingInput> parse_embedding_inputs(const json& body) {
+  const json* in = field(body, "input");
+  if (!in) throw ApiError(400, "'input' is required", "input", "missing_field");
+  constexpr const char* kShapes = "a string, an array of strings, an array of token ids or an array of such arrays";
+  const auto text = [](const json& v, const std::string& param) {
+    if (v.get_ref<const std::string&>().empty()) throw bad_request(param, "must not be an empty string", "empty_input");
+    return EmbeddingInput{.text = v.get<std::string>(), .ids = {}, .is_ids = false};
+  };
+  if (in->is_string()) return {text(*in, "input")};
+  if (!in->is_array())
+    throw bad_request("input", std::string("expected ") + kShapes + ", got " + json_type(*in), "invalid_type");
+  if (in->empty()) throw bad_request("input", "must not be an empty array", "empty_input");
+  if (in->size() > kMaxEmbeddingInputs)
+    throw bad_request("input", "at most " + std::to_string(kMaxEmbeddingInputs) + " inputs per request, got " +
+                                   std::to_string(in->size()));
+  const json& first = (*in)[0];
+  if (first.is_number()) {  // one input of token ids
+    auto ids = id_list(*in);
+    if (!ids) throw bad_request("input", "a token-id array must hold only integers in [0, 2^31)", "invalid_type");
+    return {EmbeddingInput{.text = {}, .ids = std::move(*ids), .is_ids = true}};
+  }
+  if (!first.is_string() && !first.is_array())
+    throw bad_request("input", std::string("expected ") + kShapes + ", got an array of " + json_type(first) + "s",
+                      "invalid_type");
+  std::vector<EmbeddingInput> inputs;
+  for (size_t i = 0; i < in->size(); ++i) {
+    const json& x = (*in)[i];
+    const std::string param = "input[" + std::to_string(i) + "]";
+    if (first.is_string()) {
+      if (!x.is_string()) throw wrong_type(param, "a string, as input[0] is", x);
+      inputs.push_back(text(x, param));
+      continue;
+    }
+    if (x.is_array() && x.empty()) throw bad_request(param, "must not be an empty array", "empty_input");
+    auto ids = id_list(x);
+    if (!ids)
+      throw bad_request(param, "expected an array of token ids (integers in [0, 2^31)), as input[0] is",
+                        "invalid_type");
+    inputs.push_back({.text = {}, .ids = std::move(*ids), .is_ids = true});
+  }
+  return inputs;
 }
 
 }  // namespace
@@ -544,7 +592,25 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
       throw bad_request("suffix", "is not supported", "unsupported_value");
   }
   parse_structured_output(body, r);
-  list_ignored_fields(body, r);
+  r.ignored_fields = ignored_fields(body, [&](const std::string& key) { return read_field(key, endpoint); });
+  return r;
+}
+
+EmbeddingsRequest parse_embeddings(const json& body) {
+  if (!body.is_object())
+    throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
+  EmbeddingsRequest r;
+  r.model = string(body, "model");
+  r.inputs = parse_embedding_inputs(body);
+  const std::string format = string(body, "encoding_format").value_or("float");
+  if (format != "float" && format != "base64")
+    throw bad_request("encoding_format", "must be \"float\" or \"base64\", got " + brief(json(format)),
+                      "unsupported_value");
+  r.base64 = format == "base64";
+  r.dimensions = integer(body, "dimensions", 1, std::numeric_limits<int32_t>::max());
+  string(body, "user");  // type-checked, as OpenAI does; not used
+  static const std::set<std::string> read = {"model", "input", "encoding_format", "dimensions", "user"};
+  r.ignored_fields = ignored_fields(body, [](const std::string& key) { return read.count(key) > 0; });
   return r;
 }
 

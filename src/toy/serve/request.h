@@ -91,6 +91,25 @@ CompletionRequest parse_request(const nlohmann::ordered_json& body, Endpoint end
 constexpr double kMaxLoraScale = 100;
 std::vector<LoraScale> parse_lora_scales(const nlohmann::ordered_json& v, const std::string& param);
 
+// POST /v1/embeddings: OpenAI's request. `input` is a string, an array of strings, an array of
+// token ids or an array of such arrays: one embedding per string or id list, in order.
+struct EmbeddingInput {
+  std::string text;          // tokenized like a completion's prompt (BOS as the tokenizer says)
+  std::vector<int32_t> ids;  // used as given (no BOS added, as in llama.cpp)
+  bool is_ids = false;
+};
+struct EmbeddingsRequest {
+  std::optional<std::string> model;  // absent: the served model
+  std::vector<EmbeddingInput> inputs;
+  bool base64 = false;                      // encoding_format "base64": each vector as base64 of its float32 bytes
+  std::optional<int64_t> dimensions;        // checked against the model's width once it is known
+  std::vector<std::string> ignored_fields;  // as CompletionRequest's
+};
+constexpr size_t kMaxEmbeddingInputs = 2048;  // OpenAI's limit per request
+// Throws ApiError(400): not an object, no or an empty input (an empty string, array or id list),
+// elements of mixed kinds, wrong types, an unknown encoding_format.
+EmbeddingsRequest parse_embeddings(const nlohmann::ordered_json& body);
+
 // POST /tokenize: {"content": string, "add_special"?: bool, "with_pieces"?: bool}.
 struct TokenizeRequest {
   std::string content;

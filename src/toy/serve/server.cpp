@@ -29,9 +29,9 @@ void send_error(httplib::Response& res, const ApiError& e) {
 namespace {
 
 bool known_path(const std::string& p) {
-  for (const char* route :
-       {"/health", "/v1/models", "/models", "/v1/completions", "/completions", "/v1/chat/completions",
-        "/chat/completions", "/tokenize", "/detokenize", "/metrics", "/props", "/slots"})
+  for (const char* route : {"/health", "/v1/models", "/models", "/v1/completions", "/completions",
+                            "/v1/chat/completions", "/chat/completions", "/v1/embeddings", "/embeddings", "/tokenize",
+                            "/detokenize", "/metrics", "/props", "/slots"})
     if (p == route) return true;
   for (const char* prefix : {"/v1/models/", "/models/"})  // a model id must follow
     if (p.size() > std::strlen(prefix) && p.rfind(prefix, 0) == 0) return true;
@@ -135,6 +135,21 @@ void Server::Impl::log(const std::string& line) const {
   if (config.log_requests) std::fprintf(stderr, "toy serve: %s\n", line.c_str());
 }
 
+void Server::Impl::warn_ignored_fields(const std::string& path, const std::vector<std::string>& fields) const {
+  if (fields.empty()) return;
+  std::string names;
+  for (const std::string& f : fields) names += (names.empty() ? "" : ", ") + f;
+  log(path + ": warning: ignored unknown request fields: " + names);
+}
+
+ApiError Server::Impl::no_slot() const {
+  if (stopping) return ApiError(503, "The server is shutting down", "", "shutting_down");
+  return ApiError(503,
+                  "The server is busy: all " + std::to_string(config.parallel) + " slots are in use and " +
+                      std::to_string(config.queue) + " requests are waiting; retry later",
+                  "", "server_busy");
+}
+
 void Server::Impl::routes() {
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const SlotPool::Stats s = slots.stats();
@@ -172,6 +187,10 @@ void Server::Impl::routes() {
     http.Post("/v1" + path, h);
     http.Post(path, h);
   }
+  const auto embeddings = with_body([this](const httplib::Request& req, const std::string& body,
+                                           httplib::Response& res) { handle_embeddings(req, body, res); });
+  http.Post("/v1/embeddings", embeddings);
+  http.Post("/embeddings", embeddings);
   monitoring_routes();
   adapter_routes();
   http.Post("/tokenize", with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {

@@ -5,6 +5,7 @@
 //   GET  /v1/models, /v1/models/{id} the one served model
 //   POST /v1/completions             text or token-id prompt; stream, logprobs, echo
 //   POST /v1/chat/completions        messages through the model's chat template; stream, logprobs
+//   POST /v1/embeddings              one vector per input: pooled final hidden states (embeddings.h)
 //   POST /tokenize, /detokenize      llama.cpp-style extras
 //   GET  /metrics, /props, /slots    Prometheus counters; llama-server's settings and slot states
 //   GET, POST /lora-adapters         the LoRA adapters and their global scales (adapters.h)
@@ -24,6 +25,7 @@
 #include "toy/archs/model.h"
 #include "toy/serve/adapters.h"
 #include "toy/serve/chat_prompt.h"
+#include "toy/serve/embeddings.h"
 #include "toy/tokenizer/tokenizer.h"
 
 namespace toy::serve {
@@ -40,6 +42,7 @@ struct ServerConfig {
   int timeout_s = 30;  // a request must arrive whole (line, headers, body) within this; a write may stall this long
   int max_connections_per_address = 16;  // connections one client address may hold open; more get 429
   bool log_requests = true;              // one line per completion on stderr
+  Pooling pooling = Pooling::Mean;       // how /v1/embeddings pools an input's hidden states (--pooling)
 };
 
 class Server {

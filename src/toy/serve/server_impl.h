@@ -90,6 +90,11 @@ struct Server::Impl {
   bool model_id(const std::string& id) const;
   void handle_completion(const httplib::Request& req, const std::string& body, httplib::Response& res,
                          Endpoint endpoint);
+  void handle_embeddings(const httplib::Request& req, const std::string& body, httplib::Response& res);
+  // The answer when no slot can be had: the queue is full (503 busy), or the server is stopping.
+  ApiError no_slot() const;
+  // Logs the request fields the route did not read (parse_request's ignored_fields), if any.
+  void warn_ignored_fields(const std::string& path, const std::vector<std::string>& fields) const;
   // Reads the body (413 beyond --max-body in any transfer encoding, 408 when it does not arrive
   // in time, 415 for multipart forms), then calls `fn`; an ApiError from either is the response.
   httplib::Server::HandlerWithContentReader with_body(BodyHandler fn);

@@ -3,6 +3,8 @@
 
 #include <optional>
 #include <random>
+#include <regex>
+#include <string_view>
 
 #include "toy/engines/grammar.h"
 #include "toy/engines/json_schema.h"
@@ -42,6 +44,80 @@ std::optional<ToolCall> call_from_json(const json& j, const json& tools, std::mt
   if (args.is_string()) args = json::parse(args.get<std::string>(), nullptr, false);
   if (!args.is_object()) return std::nullopt;
   return ToolCall{call_id(rng), name, args.dump()};
+}
+
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+size_t skip_blanks(std::string_view text, size_t at) {
+  while (at < text.size() && blank(text[at])) ++at;
+  return at;
+}
+
+// Where a byte of JSON text stands: inside a string or not, how deep in arrays and objects.
+struct JsonCursor {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  void step(char c) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+};
+
+// JSON text without the blanks outside its strings. Of a prefix of a text, a prefix of its result.
+std::string compact(std::string_view text) {
+  std::string out;
+  JsonCursor cursor;
+  for (char c : text) {
+    if (!cursor.in_string && blank(c)) continue;
+    cursor.step(c);
+    out += c;
+  }
+  return out;
+}
+
+// One past the bracket that closes the array or object opening at text[at]; npos while it is open.
+size_t container_end(std::string_view text, size_t at) {
+  JsonCursor cursor;
+  for (size_t i = at; i < text.size(); ++i) {
+    cursor.step(text[i]);
+    if (cursor.depth == 0) return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// The call object opening at text[at], as far as the text goes, when it begins {"name": "f",
+// "arguments": with f declared; `end` is one past the object, npos while it is open.
+struct CallText {
+  PartialCall call;
+  size_t end;
+};
+std::optional<CallText> scan_call(std::string_view text, size_t at, const json& tools) {
+  static const std::regex header(
+      R"re(\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"(?:arguments|parameters)"\s*:\s*)re");
+  std::match_results<std::string_view::const_iterator> m;
+  if (at >= text.size() ||
+      !std::regex_search(text.begin() + long(at), text.end(), m, header, std::regex_constants::match_continuous))
+    return std::nullopt;
+  CallText c{{m[1].str(), ""}, container_end(text, at)};
+  if (!declared(tools, c.call.name)) return std::nullopt;
+  const size_t value = at + size_t(m.length(0));
+  if (value < text.size() && text[value] == '{') {
+    const size_t end = container_end(text, value);
+    c.call.arguments = compact(text.substr(value, end == std::string_view::npos ? end : end - value));
+  }
+  return c;
 }
 
 ToolAnswer hermes(const std::string& text, const json& tools, std::mt19937_64& rng) {
@@ -112,15 +188,54 @@ const char* tool_format_name(ToolFormat f) {
 
 ToolAnswer parse_tool_calls(const std::string& text, ToolFormat f, const json& tools, uint64_t seed) {
   std::mt19937_64 rng(seed);
+  ToolAnswer a = f == ToolFormat::Hermes   ? hermes(text, tools, rng)
+                 : f == ToolFormat::Llama3 ? llama3(text, tools, rng)
+                                           : mistral(text, tools, rng);
+  // Arguments written as streaming shows them: their text without blanks, rather than the parsed
+  // value written anew (its numbers and escapes could differ from what went out).
+  const std::vector<PartialCall> shown = partial_tool_calls(text, f, tools);
+  for (size_t i = 0; i < std::min(shown.size(), a.calls.size()); ++i)
+    if (shown[i].name == a.calls[i].name &&
+        json::parse(shown[i].arguments, nullptr, false) == json::parse(a.calls[i].arguments))
+      a.calls[i].arguments = shown[i].arguments;
+  return a;
+}
+
+std::vector<PartialCall> partial_tool_calls(const std::string& text, ToolFormat f, const json& tools) {
+  std::vector<PartialCall> calls;
+  const std::string_view t = text;
+  auto after = [&](size_t at, std::string_view prefix) {  // past `prefix` and blanks, if it is there
+    at = skip_blanks(t, at);
+    return t.substr(at, prefix.size()) == prefix ? skip_blanks(t, at + prefix.size()) : at;
+  };
   switch (f) {
     case ToolFormat::Hermes:
-      return hermes(text, tools, rng);
+      for (size_t at = t.find("<tool_call>"); at != std::string_view::npos;) {
+        const auto c = scan_call(t, after(at, "<tool_call>"), tools);
+        if (!c) break;
+        calls.push_back(c->call);
+        at = c->end == std::string_view::npos ? c->end : t.find("<tool_call>", c->end);
+      }
+      break;
     case ToolFormat::Llama3:
-      return llama3(text, tools, rng);
-    case ToolFormat::Mistral:
-      return mistral(text, tools, rng);
+      if (const auto c = scan_call(t, after(0, "<|python_tag|>"), tools)) calls.push_back(c->call);
+      break;
+    case ToolFormat::Mistral: {
+      size_t at = after(0, "[TOOL_CALLS]");
+      if (at >= t.size() || t[at] != '[') break;
+      for (at = skip_blanks(t, at + 1);;) {
+        const auto c = scan_call(t, at, tools);
+        if (!c) break;
+        calls.push_back(c->call);
+        if (c->end == std::string_view::npos) break;
+        at = skip_blanks(t, c->end);
+        if (at >= t.size() || t[at] != ',') break;
+        at = skip_blanks(t, at + 1);
+      }
+      break;
+    }
   }
-  return {text, {}};
+  return calls;
 }
 
 std::string tool_call_grammar(ToolFormat f, const json& tools, const ToolChoice& choice, bool parallel) {
@@ -159,7 +274,45 @@ std::string tool_call_grammar(ToolFormat f, const json& tools, const ToolChoice&
   return b.gbnf();
 }
 
-std::string ToolCallStream::push(const std::string& text) {
+ToolCallStream::ToolCallStream(ToolFormat f, const json& tools, uint64_t seed) : f_(f), tools_(tools), rng_(seed) {}
+
+ToolCallStream::Update ToolCallStream::push(const std::string& text) {
+  Update u{content(text), {}};
+  if (!in_call_) return u;
+  const std::vector<PartialCall> shown = partial_tool_calls(held_, f_, tools_);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (i == sent_.size()) {
+      sent_.push_back({call_id(rng_), shown[i].name, ""});
+      u.calls.push_back({.index = i, .id = sent_[i].id, .name = shown[i].name, .arguments = ""});
+    }
+    std::string& sent = sent_[i].arguments;
+    if (shown[i].arguments.size() > sent.size()) {
+      u.calls.push_back({.index = i, .id = "", .name = "", .arguments = shown[i].arguments.substr(sent.size())});
+      sent = shown[i].arguments;
+    }
+  }
+  return u;
+}
+
+std::vector<ToolCallDelta> ToolCallStream::finish(std::vector<ToolCall>& calls) {
+  std::vector<ToolCallDelta> out;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    ToolCall& c = calls[i];
+    if (i < sent_.size()) {
+      const std::string& sent = sent_[i].arguments;
+      if (sent_[i].name != c.name || c.arguments.compare(0, sent.size(), sent) != 0) break;  // went out otherwise
+      c.id = sent_[i].id;
+      if (c.arguments.size() > sent.size())
+        out.push_back({.index = i, .id = "", .name = "", .arguments = c.arguments.substr(sent.size())});
+    } else {
+      out.push_back({.index = i, .id = c.id, .name = c.name, .arguments = ""});
+      if (!c.arguments.empty()) out.push_back({.index = i, .id = "", .name = "", .arguments = c.arguments});
+    }
+  }
+  return out;
+}
+
+std::string ToolCallStream::content(const std::string& text) {
   held_ += text;
   if (in_call_) return "";
   std::string out;
