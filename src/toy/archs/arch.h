@@ -40,7 +40,7 @@ namespace toy {
 // v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-5f});     required in a file; a new model takes 1e-5
 // v.key("attn_logit_softcapping", h.softcap, 50.0f, Bound::NonNegative); 0 allowed
 // v.key("full_attention_interval", h.every, int64_t(4), Fresh{int64_t(2)}); default 4, a new model 2
-// v.key("rope.dimension_sections", h.sections, Required{std::vector<int64_t>{3, 3, 2, 0}});  integer array
+// v.key("rope.dimension_sections", h.sections, std::vector<int64_t>{3, 3, 2, 0});  integer array
 // v.check(h.n_head % h.n_kv_head == 0, "…");                             a rule across keys
 // Integers must lie in [1, 2^24] (or [0, 2^24] with NonNegative); floats must be finite and
 // positive (or ≥ 0 with NonNegative).
@@ -124,7 +124,7 @@ class KeyWriter : public KeyTable<KeyWriter> {
 };
 
 // Collects every scalar key with the value in force (for the card). An array key is left out:
-// the scalars it is derived from are there (a new model from the card takes its Required value).
+// the scalars it is derived from are there (a new model from the card derives it again).
 struct KeyValues : KeyTable<KeyValues> {
   std::vector<std::pair<std::string, double>> values;
   template <class T>
