@@ -1,9 +1,10 @@
 // tests/test_archs.cpp — architecture-specific checks beyond the per-file parity test
 // (test_models.cpp): the 200-position references in one batch and through the KV cache, the
 // sliding window, Gemma-2's hyper-parameter rules, MoE routing and expert slabs, errors that
-// name a missing tensor, GGUF round trips, and gradients of the primitives the new
-// architectures added (indexing.h, routing.h).
+// name a missing tensor, GGUF round trips, what llama.cpp needs of a new model, and gradients of
+// the primitives the new architectures added (indexing.h, routing.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "toy/archs/model.h"
 #include "toy/blocks/moe.h"
 #include "toy/engines/decode.h"
+#include "toy/engines/train.h"
 #include "toy/primitives/indexing.h"
 #include "toy/primitives/routing.h"
 
@@ -628,4 +630,45 @@ TEST(Archs, MeaninglessMetadataAndNanWeightsAreRefusedAtLoad) {
     }
     EXPECT_EQ(test::run_toy("infer " + p + " --ids 1 -n 1").code, 3);
   }
+}
+
+// What llama.cpp needs of a new model beyond toy's own forward (each found by
+// TrainCli.LlamaCppContinuesEveryArchitecturesCheckpointWithToysTokens, where llama.cpp refused or
+// crashed): qwen35 writes rope.dimension_sections covering the rotated pairs; a qwen35 or qwen3next
+// shallower than full_attention_interval (4) makes its last layer attention, as llama.cpp cannot
+// load a model without one; OLMoE has no grouped-query attention. Keys that break these are refused.
+TEST(Archs, NewModelsAreWhatLlamaCppLoads) {
+  const std::string path = testing::TempDir() + "/toy_hybrid_" + std::to_string(::getpid()) + ".gguf";
+  auto shape = [](const std::string& arch, Metadata keys) {
+    return ModelShape{.arch = arch,
+                      .n_vocab = 64,
+                      .d_model = 32,
+                      .n_layer = 2,
+                      .n_head = 4,
+                      .n_kv_head = 2,
+                      .d_ff = 64,
+                      .n_ctx = 16,
+                      .tied_output = true,
+                      .keys = std::move(keys)};
+  };
+  for (const std::string arch : {"qwen35", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    write_model_gguf(*random_model(shape(arch, {}), 1), nullptr, path, "t");
+    const auto f = gguf::GgufFile::open(path);
+    EXPECT_EQ(f->find(arch + ".full_attention_interval")->as_int(), 2);  // layer 1 is attention
+    EXPECT_THROW(random_model(shape(arch, {{"full_attention_interval", gguf::Value::of_u32(4)}}), 1),
+                 std::invalid_argument);
+  }
+  write_model_gguf(*random_model(shape("qwen35", {}), 1), nullptr, path, "t");
+  const auto file = gguf::GgufFile::open(path);
+  const gguf::Value* sections = file->find("qwen35.rope.dimension_sections");
+  ASSERT_TRUE(sections);
+  std::vector<int64_t> got;
+  for (size_t k = 0; k < sections->size(); ++k) got.push_back(sections->at(k).as_int());
+  EXPECT_EQ(got, (std::vector<int64_t>{2, 1, 1, 0}));  // the 4 rotated pairs of a head of 8
+  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{1, 1, 1, 0}, {2, 1, 0, 1}, {2, 2}})
+    EXPECT_THROW(random_model(shape("qwen35", {{"rope.dimension_sections", gguf::Value::of_i32s(bad)}}), 1),
+                 std::invalid_argument);
+  EXPECT_THROW(random_model(shape("olmoe", {}), 1), std::invalid_argument);  // 2 KV heads for 4
+  fs::remove(path);
 }

@@ -346,9 +346,7 @@ TEST(Lora, ResumeContinuesExactly) {
 // The adapter changes that text, so the base alone could not pass. Runs where node and
 // bench/peer/node_modules are (bench/peer/run.sh, or `cd bench/peer && npm i`, installs it).
 TEST(Lora, LlamaCppLoadsAToyAdapterAndPicksToysTokens) {
-  const fs::path peer = fs::path(TOY_SOURCE_DIR) / "bench" / "peer";
-  if (std::system("node --version >/dev/null 2>&1") != 0 ||
-      !fs::exists(peer / "node_modules" / "node-llama-cpp" / "package.json"))
+  if (test::llama_cpp_peer().empty())
     GTEST_SKIP() << "node-llama-cpp is not installed: run `cd bench/peer && npm i` for this check";
   const std::string base = (fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf").string();
   test::TrainDir d;
@@ -371,28 +369,11 @@ TEST(Lora, LlamaCppLoadsAToyAdapterAndPicksToysTokens) {
   EXPECT_NE(toy_lora.out, toy_base.out);
   // llama.cpp's greedy ids against toy's: the base with the adapter attached, fed as `toy infer
   // --temp 0` feeds it (ids, not text: the two spell a byte-fallback "▁" differently).
-  const std::string log = d.path("llama.txt");
-  const int rc = std::system(("cd " + peer.string() + " && timeout 300 node generate.mjs " + base + " " + prompt +
-                              " 40 " + adapter + " --ids >" + log + " 2>&1")
-                                 .c_str());
-  const std::string llama = test::read_text(log);
-  ASSERT_EQ(rc, 0) << llama;
-  std::vector<int32_t> llama_ids;
-  std::istringstream in(llama);
-  for (std::string id; std::getline(in, id, ',');) llama_ids.push_back(std::stoi(id));
+  const auto llama = test::llama_cpp_greedy_ids({base}, "Once upon a time", 40, adapter);
+  ASSERT_EQ(llama.size(), 1u);
 
   const auto file = gguf::GgufFile::open(base);
   std::unique_ptr<Model> m = load_model(file);
   apply_loras(*m, {{std::make_shared<const LoraAdapter>(read_lora(adapter)), 1.0f}});
-  const auto tok = Tokenizer::from_gguf(*file);
-  DecodeEngine engine(*m);
-  Tensor logits = engine.feed(tok->encode("Once upon a time", /*add_special=*/true, /*parse_special=*/false), true);
-  std::vector<int32_t> toy_ids;
-  while (toy_ids.size() < 40) {
-    const int32_t next = argmax(std::span<const float>(logits.data(), size_t(logits.numel())));
-    if (next == tok->eos()) break;
-    toy_ids.push_back(next);
-    logits = engine.feed(std::vector<int32_t>{next}, true);
-  }
-  EXPECT_EQ(llama_ids, toy_ids) << llama;
+  EXPECT_EQ(llama[0], test::toy_greedy_ids(*m, *Tokenizer::from_gguf(*file), "Once upon a time", 40).ids);
 }

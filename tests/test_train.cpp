@@ -40,8 +40,9 @@ double l2(const Tensor& t) {
 
 // Replays a trace (fixtures/train/README.md) through the training engine: the per-tensor
 // gradient norms at step 0, the loss and global gradient norm before each step, the loss after
-// the last one, and (unless `params` is false) every parameter after it.
-void expect_trace_matches(const std::string& trace, bool params = true) {
+// the last one, and every parameter after it — for tensors named `*<first8_only>` only their first
+// 8 values, not their norm and sum (see Qwen25AdamWMatchesPyTorch).
+void expect_trace_matches(const std::string& trace, const std::string& first8_only = "") {
   TOY_REQUIRE_FIXTURE(trace_path, "train/" + trace);
   const json ref = json::parse(test::read_text(trace_path));
   TOY_REQUIRE_FIXTURE(model_path, ref["model_file"].get<std::string>());
@@ -92,15 +93,16 @@ void expect_trace_matches(const std::string& trace, bool params = true) {
               worst_norm, rel(after, ref["loss_after_last_step"].get<double>()));
 
   // Parameters after the 8th update: norms, sums and the first 8 values (GGUF memory order).
-  if (!params) return;
   for (const Tensor& p : engine.params()) {
     SCOPED_TRACE(p.name());
-    EXPECT_LT(rel(l2(p), ref["param_l2_norm_after"][p.name()].get<double>()), 1e-5);
     const std::vector<float> v = p.to_vector();
-    double s = 0;
-    for (float x : v) s += x;
-    const double want_sum = ref["param_sum_after"][p.name()].get<double>();
-    EXPECT_NEAR(s, want_sum, 1e-5 * std::max(1.0, std::abs(want_sum)) + 1e-4 * l2(p));
+    if (first8_only.empty() || !p.name().ends_with(first8_only)) {
+      EXPECT_LT(rel(l2(p), ref["param_l2_norm_after"][p.name()].get<double>()), 1e-5);
+      double s = 0;
+      for (float x : v) s += x;
+      const double want_sum = ref["param_sum_after"][p.name()].get<double>();
+      EXPECT_NEAR(s, want_sum, 1e-5 * std::max(1.0, std::abs(want_sum)) + 1e-4 * l2(p));
+    }
     const auto first8 = ref["param_first8_after"][p.name()].get<std::vector<double>>();
     for (size_t i = 0; i < first8.size(); ++i) EXPECT_NEAR(v[i], first8[i], 1e-5 * std::max(1.0, std::abs(first8[i])));
   }
@@ -122,13 +124,19 @@ TEST_P(TrainTraceArch, AdamWMatchesPyTorch) { expect_trace_matches(std::string(G
 INSTANTIATE_TEST_SUITE_P(Families, TrainTraceArch, testing::Values("gpt2", "qwen3", "gemma2", "gemma2softcap", "olmoe"),
                          [](const testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
-// qwen25 (q/k/v biases, NEOX rope): the losses and gradient norms, which the README's tolerances
-// are about, match. Its parameters after 8 steps are not compared: blk.*.attn_k.bias ends 2e-5
-// off in L2 norm where every other tensor of every trace is within 1e-5. That bias gets a gradient
-// 300× smaller than the value bias's (1.1e-3 vs 0.32 at step 0: rotated with each key's position,
-// most of it cancels), which AdamW turns into full-size steps; whether float32 rounding alone
-// explains the rest is open (notes of #16).
-TEST(TrainTrace, Qwen25LossesAndGradientNormsMatchPyTorch) { expect_trace_matches("qwen25-adamw.json", false); }
+// qwen25 (q/k/v biases, NEOX rope with base 1e6): everything matches, but of blk.*.attn_k.bias
+// only the first 8 values are compared, not the norm and sum (the two layers' norms end 2.2e-5
+// and 1.8e-5 off where the bound is 1e-5). Not a bug but float32, measured (docs/training.md): the
+// bias's step-0 gradient matches PyTorch's float64 norm to 1.8e-7, like every tensor's. But
+// q·R_j·b_k changes with the key position j only through the rotation, and the slower 7 of a
+// head's 16 rotated pairs turn by 1e-2 down to 7e-5 rad over the 31 positions, so those
+// components' gradients are 1e-9..5e-7 (softmax cancels the rest) against a rounding noise of
+// ~1e-10 (the level of every component): 2e-4 to 0.2 relative. Adam's step g/(√v̂ + 1e-8) does not
+// shrink with the gradient's size, so that relative noise becomes a parameter difference: starting
+// from weights 1 ulp away moves these components by up to 2e-5 after 8 steps and the bias's norm
+// by 2.6e-5..5.9e-5 relative, more than toy's distance to float64. The first 8 values are
+// fast-rotating pairs (gradients 3e-6..2e-4) and match to 1.1e-8.
+TEST(TrainTrace, Qwen25AdamWMatchesPyTorch) { expect_trace_matches("qwen25-adamw.json", "attn_k.bias"); }
 
 // ------------------------------------------------------------------------------------------
 // Optimizer pieces.
@@ -475,6 +483,16 @@ TEST(TrainCli, FinalCheckpointIsAStandardLlamaGguf) {
   }
 }
 
+namespace {
+// What kTiny's shape needs per architecture: experts for a mixture of experts; no grouped-query
+// attention where q and k are RMS-normed over their full width (llama.cpp's OLMoE reads those
+// norms as [n_embd]).
+std::string shape_flags(const Architecture& arch) {
+  return std::string(arch.variant.ffn == FfnKind::Moe ? " --experts 4 --experts-used 2" : "") +
+         (arch.variant.qk_norm == QkNorm::FullWidth ? " --kv-heads 4" : "");
+}
+}  // namespace
+
 // Every registered architecture trains from scratch with the same flags: the loss falls, the bundle
 // says which architecture it trained, and the checkpoint is a file of that architecture that
 // `toy infer` continues greedily with the tokens the training forward (no KV cache) predicts.
@@ -483,15 +501,9 @@ TEST(TrainCli, EveryArchitectureTrainsFromScratch) {
   const std::string corpus = write_corpus(d);
   for (const Architecture& arch : architectures()) {
     SCOPED_TRACE(arch.name);
-    const std::string moe = arch.variant.ffn == FfnKind::Moe ? " --experts 4 --experts-used 2" : "";
-    auto r = test::run_toy("train from-scratch --arch " + arch.name + moe + " --corpus " + corpus + kTiny +
-                           " --steps 16 --eval-every 0 --runs-dir " + d.path("runs") + " --run-id " + arch.name);
-    if (!arch.untrainable.empty()) {  // refused up front, with the reason, and no bundle left behind
-      EXPECT_EQ(r.code, 2) << r.err;
-      EXPECT_NE(r.err.find(arch.untrainable), std::string::npos) << r.err;
-      EXPECT_FALSE(fs::exists(d.dir / "runs" / arch.name));
-      continue;
-    }
+    auto r =
+        test::run_toy("train from-scratch --arch " + arch.name + " --corpus " + corpus + kTiny + shape_flags(arch) +
+                      " --steps 16 --eval-every 0 --runs-dir " + d.path("runs") + " --run-id " + arch.name);
     ASSERT_EQ(r.code, 0) << r.err;
     const auto lines = loss_lines(r.out);
     ASSERT_EQ(lines.size(), 16u);
@@ -522,6 +534,112 @@ TEST(TrainCli, EveryArchitectureTrainsFromScratch) {
     auto g = test::run_toy("infer " + ckpt.string() + " --ids " + prompt_ids + " -n 6 --temp 0 --no-display-prompt");
     ASSERT_EQ(g.code, 0) << g.err;
     EXPECT_EQ(g.out, tok->decode(std::vector<int32_t>(ids.begin() + long(n_prompt), ids.end())) + "\n");
+  }
+}
+
+namespace {
+// The held-out loss at the end of a run (its `eval N: val_loss=X` line) is at least 1 below the
+// loss before the first update (`step 1: loss=X`, the untrained model's).
+void expect_held_out_loss_fell(const std::string& out) {
+  const auto lines = loss_lines(out);
+  std::smatch m;
+  static const std::regex eval(R"(eval \d+: val_loss=(\S+))");
+  ASSERT_FALSE(lines.empty());
+  ASSERT_TRUE(std::regex_search(out, m, eval)) << out;
+  EXPECT_LT(std::stod(m[1]), loss_of(lines.front()) - 1.0) << lines.front() << " → " << m[0];
+}
+}  // namespace
+
+// llama.cpp (node-llama-cpp 3.21.1, bench/peer/generate.mjs) loads the checkpoint of a from-scratch
+// run of every architecture it knows (all but dragon, toy's own), and of a warm-start run, each
+// trained on the TinyStories sample (the held-out loss falls), and continues "Once upon a time"
+// greedily with toy's ids. It
+// found three writer bugs: OLMoE with grouped-query attention (llama.cpp's q/k norms are
+// [n_embd]), qwen35 without rope.dimension_sections, and a 2-layer qwen35/qwen3next without an
+// attention layer (llama.cpp asserts allocating its empty KV cache). Runs where node and
+// bench/peer/node_modules are. Trained until the greedy picks are clear of ties (the smallest gap
+// between the two largest logits is checked), few steps for the slow hybrids.
+TEST(TrainCli, LlamaCppContinuesEveryArchitecturesCheckpointWithToysTokens) {
+  if (test::llama_cpp_peer().empty())
+    GTEST_SKIP() << "node-llama-cpp is not installed: run `cd bench/peer && npm i` for this check";
+  const fs::path stories = test::shared_corpus("tinystories_sample.txt");
+  if (stories.empty()) GTEST_SKIP() << "tinystories_sample.txt not found (set TOY_CORPORA)";
+  TrainDir d;
+  const std::string corpus = d.path("stories.txt");
+  std::ofstream(corpus, std::ios::binary) << test::read_text(stories).substr(0, 200000);
+  const std::string shape =
+      " --d-model 32 --layers 2 --heads 4 --kv-heads 2 --ff 64 --context 64 --batch 4 --lr 3e-2 --no-progress"
+      " --eval-every 0 --corpus " +
+      corpus + " --runs-dir " + d.path("runs");
+  std::vector<std::string> names, checkpoints;
+  for (const Architecture& arch : architectures()) {
+    if (arch.name == "dragon") continue;  // toy's own: llama.cpp has no such architecture
+    const bool hybrid = arch.name == "qwen35" || arch.name == "qwen3next";  // Gated DeltaNet: ~10× slower a step
+    const auto r = test::run_toy("train from-scratch --arch " + arch.name + shape + shape_flags(arch) +
+                                 (hybrid ? " --steps 30" : " --steps 100") + " --run-id " + arch.name);
+    ASSERT_EQ(r.code, 0) << arch.name << ": " << r.err;
+    expect_held_out_loss_fell(r.out);
+    names.push_back(arch.name);
+  }
+  const std::string donor = (fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf").string();
+  const auto w = test::run_toy("train warm-start --donor " + donor + shape + " --steps 40 --run-id warm-start");
+  ASSERT_EQ(w.code, 0) << w.err;
+  expect_held_out_loss_fell(w.out);
+  names.push_back("warm-start");
+  for (const std::string& n : names) checkpoints.push_back(d.path("runs/" + n + "/weights/final.gguf"));
+
+  const int n_new = 24;  // with the 11..17 prompt ids, within the 64 positions gpt2 has
+  const auto llama = test::llama_cpp_greedy_ids(checkpoints, "Once upon a time", n_new);
+  ASSERT_EQ(llama.size(), names.size());
+  for (size_t k = 0; k < names.size(); ++k) {
+    SCOPED_TRACE(names[k]);
+    const auto file = gguf::GgufFile::open(checkpoints[k]);
+    const auto model = load_model(file);
+    const Greedy toy = toy_greedy_ids(*model, *Tokenizer::from_gguf(*file), "Once upon a time", n_new);
+    EXPECT_EQ(llama[k], toy.ids);
+    EXPECT_GT(toy.min_margin, 1e-3f) << "a greedy pick near a tie: train longer";
+    std::printf("  %-10s %zu ids, smallest top-2 logit gap %.3g\n", names[k].c_str(), toy.ids.size(),
+                double(toy.min_margin));
+  }
+}
+
+// An architecture registered from outside the tree with `untrainable` set (tests/untrainable_arch.cpp,
+// the toy CLI with one more architecture) runs, but `toy train` refuses it up front, exit 2 with
+// its reason, as --arch of a new model and as --init-weights, and leaves no bundle behind.
+TEST(TrainCli, UntrainableArchitectureIsRefusedWithItsReason) {
+  TrainDir d;
+  ScopedEnv env;
+  env.set("TOY_BIN", std::string(TOY_BINARY_DIR) + "/tests/toy_untrainable_arch");
+  std::ofstream(d.path("card.md")) << "```toy-card\n"
+                                      "general.architecture: string = \"frozen_bigram\"\n"
+                                      "frozen_bigram.context_length: u32 = 16\n"
+                                      "frozen_bigram.embedding_length: u32 = 32\n"
+                                      "frozen_bigram.block_count: u32 = 1\n"
+                                      "frozen_bigram.feed_forward_length: u32 = 64\n"
+                                      "frozen_bigram.attention.head_count: u32 = 4\n"
+                                      "frozen_bigram.attention.layer_norm_rms_epsilon: f32 = 1e-05\n"
+                                      "card.n_vocab: u32 = 260\n"
+                                      "card.tied_output: bool = true\n"
+                                      "```\n";
+  ASSERT_EQ(test::run_toy("init --card " + d.path("card.md") + " -o " + d.path("m.gguf")).code, 0);
+  const auto infer = test::run_toy("infer " + d.path("m.gguf") + " --ids 1,2,3 -n 2 --temp 0");
+  EXPECT_EQ(infer.code, 0) << infer.err;  // the architecture itself works
+  {
+    std::vector<int32_t> ids(400);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(3 + (i * 7) % 200);
+    std::ofstream(d.path("ids.i32"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(ids.data()), std::streamsize(ids.size() * 4));
+  }
+  const std::string reason = "its forward pass is a test's, with no training written for it";
+  for (const std::string& start :
+       {std::string("--arch frozen_bigram --d-model 32 --layers 1 --heads 4"), "--init-weights " + d.path("m.gguf")}) {
+    SCOPED_TRACE(start);
+    const auto r =
+        test::run_toy("train from-scratch " + start + " --data-ids " + d.path("ids.i32") +
+                      " --context 8 --batch 2 --steps 2 --no-progress --runs-dir " + d.path("runs") + " --run-id r");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("cannot be trained yet: " + reason), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(d.dir / "runs" / "r"));
   }
 }
 
@@ -756,6 +874,8 @@ TEST(TrainCli, BadInputIsAClearError) {
   expect("from-scratch --corpus " + corpus + kTiny + " --arch gemma2 --no-ssmax", 2, "--no-ssmax applies to");
   expect("from-scratch --corpus " + corpus + kTiny + " --arch dragon --full-attention-interval -1", 2,
          "--full-attention-interval must be in [0, 4096]");
+  // Files llama.cpp would refuse: OLMoE with grouped-query attention (its q/k norms are [n_embd]).
+  expect("from-scratch --corpus " + corpus + kTiny + " --arch olmoe", 2, "head_count_kv (2) must equal head_count (4)");
   // An existing run directory is not overwritten.
   ASSERT_EQ(test::run_toy("train from-scratch --corpus " + corpus + kTiny + " --steps 1 --run-id x" + runs).code, 0);
   expect("from-scratch --corpus " + corpus + kTiny + " --steps 1 --run-id x", 2, "exists");

@@ -41,6 +41,8 @@ namespace toy {
 // v.key("rope.freq_base", h.rope_base, 10000.0f);                        default when absent
 // v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-5f});     required in a file; a new model takes 1e-5
 // v.key("attn_logit_softcapping", h.softcap, 50.0f, Bound::NonNegative); 0 allowed
+// v.key("full_attention_interval", h.every, int64_t(4), Fresh{int64_t(2)}); default 4, a new model 2
+// v.key("rope.dimension_sections", h.sections, std::vector<int64_t>{3, 3, 2, 0});  integer array
 // v.check(h.n_head % h.n_kv_head == 0, "…");                             a rule across keys
 // Integers must lie in [1, 2^24] (or [0, 2^24] with NonNegative); floats must be finite and
 // positive (or ≥ 0 with NonNegative).
@@ -51,6 +53,12 @@ struct Required {
 };
 template <class T>
 Required(T) -> Required<T>;  // clang 14 deduces no aggregate's arguments by itself
+template <class T>
+struct Fresh {
+  T value;  // a new model's value, where it differs from the default a file takes
+};
+template <class T>
+Fresh(T) -> Fresh<T>;
 enum class Bound { Positive, NonNegative };
 
 template <class T>
@@ -75,6 +83,10 @@ struct KeyTable {
   void key(const char* name, T& f, T def, Bound b = Bound::Positive) {
     self().visit(name, f, KeyRule<T>{.def = def, .fresh = def, .bound = b});
   }
+  template <class T>
+  void key(const char* name, T& f, T def, Fresh<T> fresh) {
+    self().visit(name, f, KeyRule<T>{.def = def, .fresh = fresh.value});
+  }
   void check(bool ok, const std::string& what) { self().rule(ok, what); }
 
  private:
@@ -88,6 +100,7 @@ class KeyReader : public KeyTable<KeyReader> {
   KeyReader(const Metadata& meta, std::string arch, Mode mode) : meta_(meta), arch_(std::move(arch)), mode_(mode) {}
   void visit(const char* name, int64_t& f, const KeyRule<int64_t>& r);
   void visit(const char* name, float& f, const KeyRule<float>& r);
+  void visit(const char* name, std::vector<int64_t>& f, const KeyRule<std::vector<int64_t>>& r);
   void rule(bool ok, const std::string& what);
 
  private:
@@ -98,12 +111,13 @@ class KeyReader : public KeyTable<KeyReader> {
   Mode mode_;
 };
 
-// Writes every key as GGUF u32 / f32.
+// Writes every key as GGUF u32 / f32 / i32 array.
 class KeyWriter : public KeyTable<KeyWriter> {
  public:
   KeyWriter(gguf::GgufWriter& out, std::string arch) : out_(out), arch_(std::move(arch)) {}
   void visit(const char* name, int64_t& f, const KeyRule<int64_t>& r);
   void visit(const char* name, float& f, const KeyRule<float>& r);
+  void visit(const char* name, std::vector<int64_t>& f, const KeyRule<std::vector<int64_t>>& r);
   void rule(bool, const std::string&) {}
 
  private:
@@ -111,13 +125,15 @@ class KeyWriter : public KeyTable<KeyWriter> {
   std::string arch_;
 };
 
-// Collects every key with the value in force (for the card).
+// Collects every scalar key with the value in force (for the card). An array key is left out:
+// the scalars it is derived from are there (a new model from the card derives it again).
 struct KeyValues : KeyTable<KeyValues> {
   std::vector<std::pair<std::string, double>> values;
   template <class T>
   void visit(const char* name, T& f, const KeyRule<T>&) {
     values.emplace_back(name, double(f));
   }
+  void visit(const char*, std::vector<int64_t>&, const KeyRule<std::vector<int64_t>>&) {}
   void rule(bool, const std::string&) {}
 };
 

@@ -6,6 +6,7 @@
 // (layer ℓ is full attention iff (ℓ + 1) % interval == 0).
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "toy/archs/arch.h"
@@ -34,7 +35,8 @@ void delta_net_keys(V& v, HybridHparams& h) {
   v.key("ssm.group_count", h.n_k_head, Required{int64_t(2)});
   v.key("ssm.time_step_rank", h.n_v_head, Required{int64_t(4)});
   v.key("ssm.inner_size", h.d_inner, Required{h.n_v_head * h.d_state});
-  v.key("full_attention_interval", h.full_attention_every, int64_t(4));
+  // A new model shallower than the default interval of 4 makes its last layer attention.
+  v.key("full_attention_interval", h.full_attention_every, int64_t(4), Fresh{std::min<int64_t>(4, h.n_layer)});
   v.check(h.d_conv >= 2, "ssm.conv_kernel must be at least 2");
   v.check(h.n_v_head % h.n_k_head == 0, "ssm.group_count " + std::to_string(h.n_k_head) +
                                             " must divide ssm.time_step_rank " + std::to_string(h.n_v_head));
@@ -42,12 +44,17 @@ void delta_net_keys(V& v, HybridHparams& h) {
           "ssm.inner_size " + std::to_string(h.d_inner) + " must be ssm.time_step_rank × ssm.state_size");
 }
 
+// qwen35 and qwen3next: llama.cpp keeps a KV cache for their attention layers and cannot load a
+// model without one (its allocation asserts), so a model has at least one.
 template <class V>
 void hybrid_keys(V& v, HybridHparams& h) {
   decoder_keys(v, h);
   v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-6f});
   rope_keys(v, h);
   delta_net_keys(v, h);
+  v.check(h.full_attention_every <= h.n_layer, "full_attention_interval " + std::to_string(h.full_attention_every) +
+                                                   " leaves the " + std::to_string(h.n_layer) +
+                                                   " layers without an attention layer (llama.cpp needs one)");
 }
 
 inline GatedDeltaNetConfig delta_net_config(const HybridHparams& h, HeadMap map) {

@@ -78,14 +78,14 @@ void KeyReader::rule(bool ok, const std::string& what) {
 }
 
 namespace {
-// A key the metadata lacks takes its default, or, for a new model, its value for one; false when
+// A key the metadata lacks takes, in a new model, its value for one, else its default; false when
 // it has neither (a file must give it).
 template <class T>
 bool take_absent(T& f, const KeyRule<T>& r, bool new_model) {
-  if (r.def)
-    f = *r.def;
-  else if (new_model && r.fresh)
+  if (new_model && r.fresh)
     f = *r.fresh;
+  else if (r.def)
+    f = *r.def;
   else
     return false;
   return true;
@@ -113,6 +113,19 @@ void KeyReader::visit(const char* name, float& f, const KeyRule<float>& r) {
          (r.bound == Bound::Positive ? "positive" : "at least 0"));
 }
 
+void KeyReader::visit(const char* name, std::vector<int64_t>& f, const KeyRule<std::vector<int64_t>>& r) {
+  const Value* v = find(name);
+  if (!v && !take_absent(f, r, mode_ == Mode::NewModel)) fail("missing integer array key " + arch_ + "." + name);
+  if (v) {
+    if (v->type != gguf::ValueType::ARRAY || (!v->empty() && !v->at(0).is_integer()))
+      fail(arch_ + "." + name + " must be an array of integers, got " + v->to_display());
+    f.clear();
+    for (size_t k = 0; k < v->size(); ++k) f.push_back(v->at(k).as_int());
+  }
+  for (int64_t x : f)
+    if (x < 0 || x > kMaxInt) fail(arch_ + "." + name + " holds " + std::to_string(x) + ", out of range [0, 2^24]");
+}
+
 // Every key is written, defaults too: llama.cpp reads them all, and a file then says what it is.
 void KeyWriter::visit(const char* name, int64_t& f, const KeyRule<int64_t>&) {
   out_.set(arch_ + "." + name, Value::of_u32(uint32_t(f)));
@@ -120,6 +133,10 @@ void KeyWriter::visit(const char* name, int64_t& f, const KeyRule<int64_t>&) {
 
 void KeyWriter::visit(const char* name, float& f, const KeyRule<float>&) {
   out_.set(arch_ + "." + name, Value::of_f32(f));
+}
+
+void KeyWriter::visit(const char* name, std::vector<int64_t>& f, const KeyRule<std::vector<int64_t>>&) {
+  out_.set(arch_ + "." + name, Value::of_i32s(std::vector<int32_t>(f.begin(), f.end())));
 }
 
 // --- tensors -------------------------------------------------------------------------------

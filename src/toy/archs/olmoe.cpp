@@ -36,6 +36,13 @@ struct Olmoe {
     v.key("expert_used_count", h.n_expert_used, Required{int64_t(2)});
     v.check(h.n_expert_used <= h.n_expert, "expert_used_count " + std::to_string(h.n_expert_used) +
                                                " exceeds expert_count " + std::to_string(h.n_expert));
+    // llama.cpp reads attn_q_norm and attn_k_norm as [n_embd] (src/llama-model.cpp): its OLMoE has
+    // neither grouped-query attention nor a head size other than n_embd/n_head.
+    v.check(h.n_kv_head == h.n_head && h.d_head * h.n_head == h.d_model,
+            "attention.head_count_kv (" + std::to_string(h.n_kv_head) + ") must equal head_count (" +
+                std::to_string(h.n_head) +
+                ") and key_length must be embedding_length/head_count: llama.cpp's "
+                "OLMoE normalises q and k over the full embedding width");
   }
 
   struct Weights {

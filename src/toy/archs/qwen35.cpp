@@ -8,7 +8,8 @@
 //
 // Value head h of a Gated DeltaNet layer reads key head h % Hk (llama.cpp repeats the key heads).
 // Positions: llama.cpp's interleaved M-RoPE (rope.dimension_sections) gives every section the
-// same position for text, which is NEOX rope on the first rope.dimension_count dimensions.
+// same position for text, which is NEOX rope on the first rope.dimension_count dimensions when
+// the sections cover them (the fourth, unused by text, 0).
 #include "toy/archs/hybrid.h"
 
 namespace toy {
@@ -21,10 +22,22 @@ struct Qwen35 {
                                       .qk_norm = QkNorm::PerHead,
                                       .delta_heads = HeadMap::Tiled};
 
-  using Hparams = HybridHparams;
+  struct Hparams : HybridHparams {
+    std::vector<int64_t> rope_sections;  // rope.dimension_sections, e.g. {11, 11, 10, 0}
+  };
   template <class V>
   static void keys(V& v, Hparams& h) {
     hybrid_keys(v, h);
+    // llama.cpp requires the key. A new model, or a file without it (toy wrote none before), splits
+    // the n_rot/2 rotated pairs over the three text sections as Qwen3.5 does (HF mrope_section
+    // [11, 11, 10] for 64 rotated dimensions).
+    const int64_t pairs = h.n_rot / 2;
+    const auto third = [&](int64_t k) { return pairs / 3 + (k < pairs % 3 ? 1 : 0); };
+    v.key("rope.dimension_sections", h.rope_sections, std::vector<int64_t>{third(0), third(1), third(2), 0});
+    v.check(h.rope_sections.size() == 4 && h.rope_sections[3] == 0 &&
+                h.rope_sections[0] + h.rope_sections[1] + h.rope_sections[2] == pairs,
+            "rope.dimension_sections must be 4 sizes whose first three add up to rope.dimension_count/2 = " +
+                std::to_string(pairs) + " and whose fourth is 0 (text positions)");
   }
 
   struct Layer {
