@@ -5,7 +5,6 @@
 //   3. Chat rendering: BOS stripping, today's date, tools, the system-role merge.
 #include <gtest/gtest.h>
 
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
