@@ -33,7 +33,7 @@ struct VitRunConfig {
   int64_t train_images = 0;  // > 0: only the first n training images (a quick run)
   int64_t test_images = 0;   // > 0: evaluate on the first n test images only
   // Optimisation.
-  int64_t epochs = 10;  // with steps = 0: steps = epochs · ⌊n_train / batch⌋
+  int64_t epochs = 12;  // with steps = 0: steps = epochs · ⌊n_train / batch⌋
   int64_t steps = 0;    // > 0: this many steps instead
   int64_t batch = 128;
   float lr = 2e-3f;
