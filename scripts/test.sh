@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite: release build with GCC + CTest, then the unit tests
 # again built with clang under AddressSanitizer + UndefinedBehaviorSanitizer, then a short
-# libFuzzer run of the fuzz targets built in that same tree. Each phase prints the seconds so far. Both builds treat warnings as errors (TOY_WERROR), so the tree compiles
-# without a warning on GCC and on clang. Fixtures come from $TOY_FIXTURES (default
+# libFuzzer run of the fuzz targets built in that same tree; each phase prints the seconds so
+# far. Both builds treat warnings as errors (TOY_WERROR), so the tree compiles without a warning
+# on GCC and on clang. Fixtures come from $TOY_FIXTURES (default
 # ../shared/fixtures); tests that need them skip with a message when they are absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
