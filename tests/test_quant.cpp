@@ -526,7 +526,9 @@ TEST(QuantFileTypes, FallbacksAndLayerChoice) {
       more_bits.push_back(layer);
   EXPECT_EQ(more_bits, (std::vector<int>{0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 26, 27, 28, 29}));
   EXPECT_EQ(tensor_dtype(q4km, "blk.3.ffn_down.weight", {576, 1536}, 30, true), DType::Q4_K);
-  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q5_K_M"), "blk.0.attn_qkv.weight", {768, 256}, 2, true), DType::Q6_K);
+  // A fused attn_qkv takes attn_v's rule (llama.cpp's category_is_attn_v): the last layer of 2 gets more bits.
+  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q5_K_M"), "blk.0.attn_qkv.weight", {768, 256}, 2, true), DType::Q5_K);
+  EXPECT_EQ(tensor_dtype(*gguf::file_type("Q5_K_M"), "blk.1.attn_qkv.weight", {768, 256}, 2, true), DType::Q6_K);
   EXPECT_EQ(tensor_dtype(*gguf::file_type("Q5_K"), "blk.0.attn_q.weight", {576, 576}, 30, true), DType::Q5_1);
   EXPECT_EQ(tensor_dtype(*gguf::file_type("Q6_K"), "output.weight", {49152, 576}, 30, false), DType::Q8_0);
   EXPECT_EQ(tensor_dtype(*gguf::file_type("Q4_0"), "output.weight", {100, 40}, 30, false), DType::F32);
@@ -539,6 +541,8 @@ TEST(QuantFileTypes, InitWritesTheQ4_K_MMix) {
   const std::string out = ::testing::TempDir() + "/toy_init_q4km_" + std::to_string(::getpid()) + ".gguf";
   auto r = test::run_toy("init --preset smollm2-135m --dtype q4_k_m -o " + out);
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("init: to Q4_K_M: 100% ("), std::string::npos) << r.err;  // the conversion, then the write
+  EXPECT_NE(r.err.find("init: " + out + ": 100% ("), std::string::npos) << r.err;
   auto f = gguf::GgufFile::open(out);
   EXPECT_EQ(f->get_int("general.file_type"), 15);
   auto dtype_of = [&](const std::string& t) { return std::string(name(f->find_tensor(t)->dtype)); };

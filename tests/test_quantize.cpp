@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "fixtures.h"
 #include "toy/archs/model.h"
+#include "toy/io/file_type.h"
 #include "toy/io/gguf.h"
 #include "toy/tensor/quant.h"
 
@@ -70,6 +72,7 @@ TEST(QuantizeCli, WritesWhatLlamaQuantizeWrites) {
     auto r = test::run_toy("quantize " + f32_path.string() + " " + out.string() + " --dtype " + type);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("100% (21 / 21 tensors)"), std::string::npos) << r.err;  // the progress reporter's last line
+    EXPECT_NE(r.err.find("quantize: " + out.string() + ": 100% ("), std::string::npos) << r.err;  // then the write's
 
     auto got = gguf::GgufFile::open(out.string());
     auto ref = gguf::GgufFile::open(ref_path.string());
@@ -92,6 +95,106 @@ TEST(QuantizeCli, WritesWhatLlamaQuantizeWrites) {
     EXPECT_NEAR(err, llama_err, 0.05 * llama_err + 1e-6);
     std::printf("  %-7s logits relative RMS error vs F32: toy %.3e, llama.cpp %.3e\n", type.c_str(), err, llama_err);
   }
+}
+
+// Every fixture family's files derived from its F32 file (llama-quantize, or gguf-py with
+// llama-quantize's keep-F32 rules for the hybrids): toy writes each tensor in the same dtype with
+// the same bytes — among them the F32 tensors of any file type (routers, convolution taps, learned
+// positions), which toy's loader also reads as F32 whatever a file stores.
+TEST(Quantize, EveryFamilysFilesAsLlamaQuantizeWritesThem) {
+  TOY_REQUIRE_FIXTURE(models, "models");
+  int compared = 0;
+  for (const auto& dir : fs::directory_iterator(models)) {
+    const std::string family = dir.path().filename().string();
+    const fs::path f32_path = dir.path() / (family + "-f32.gguf");
+    if (!fs::exists(f32_path)) continue;
+    auto f32 = gguf::GgufFile::open(f32_path.string());
+    for (const auto& file : fs::directory_iterator(dir.path())) {
+      const std::string name = file.path().filename().string(), prefix = family + "-";
+      if (!name.ends_with(".gguf") || !name.starts_with(prefix) || file.path() == f32_path) continue;
+      const auto ft = gguf::file_type(name.substr(prefix.size(), name.size() - prefix.size() - 5));
+      if (!ft) continue;
+      SCOPED_TRACE(name);
+      auto ref = gguf::GgufFile::open(file.path().string());
+      const int n_layer = int(f32->get_int(f32->architecture() + ".block_count"));
+      const bool tied = f32->find_tensor("output.weight") == nullptr;
+      const int n_expert = int(f32->opt_int(f32->architecture() + ".expert_count").value_or(0));
+      for (const gguf::TensorInfo& t : ref->tensors()) {
+        const gguf::TensorInfo* in = f32->find_tensor(t.name);
+        ASSERT_NE(in, nullptr) << t.name;
+        const Tensor got = gguf::to_file_dtype(*ft, f32->tensor(*in).set_name(t.name), n_layer, tied, n_expert);
+        ASSERT_EQ(toy::name(got.dtype()), toy::name(t.dtype)) << t.name;
+        EXPECT_EQ(std::memcmp(got.raw(), ref->tensor_data(t), t.nbytes), 0) << t.name << " bytes differ";
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 40) << "fixture files compared";
+}
+
+// The rules that depend on the layer, the expert count or a fused attn_qkv, against llama-quantize
+// itself on the hybrid and mixture-of-experts fixtures (scripts/reference/llama_quantize_types.sh
+// made the table with llama-quantize built from node-llama-cpp 3.21.1's llama.cpp).
+TEST(Quantize, HybridAndExpertModelsGetLlamaQuantizesTypes) {
+  std::ifstream table(std::string(TOY_SOURCE_DIR) + "/scripts/reference/llama_quantize_types.txt");
+  ASSERT_TRUE(table.good());
+  int files = 0;
+  for (std::string line; std::getline(table, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::string family, type, entry;
+    in >> family >> type;
+    SCOPED_TRACE(family + " " + type);
+    TOY_REQUIRE_FIXTURE(f32_path, "models/" + family + "/" + family + "-f32.gguf");
+    auto f32 = gguf::GgufFile::open(f32_path.string());
+    const auto ft = gguf::file_type(type == "Q4_K_S" ? "Q4_K" : type);
+    ASSERT_TRUE(ft.has_value());
+    const std::string arch = f32->architecture();
+    const int n_layer = int(f32->get_int(arch + ".block_count"));
+    const int n_expert = int(f32->opt_int(arch + ".expert_count").value_or(0));
+    const bool tied = f32->find_tensor("output.weight") == nullptr;
+    int tensors = 0;
+    while (in >> entry) {
+      const size_t eq = entry.find('=');
+      const std::string name = entry.substr(0, eq);
+      const gguf::TensorInfo* t = f32->find_tensor(name);
+      ASSERT_NE(t, nullptr) << name;
+      EXPECT_EQ(toy::name(gguf::tensor_dtype(*ft, name, t->shape, n_layer, tied, n_expert)), entry.substr(eq + 1))
+          << name;
+      ++tensors;
+    }
+    EXPECT_GT(tensors, 10);
+    ++files;
+  }
+  EXPECT_EQ(files, 12);
+}
+
+// A file that stores those tensors in F16 all the same (written by hand, not by llama-quantize)
+// loads, and computes what the F32 file computes with the taps and router rounded to F16.
+TEST(Quantize, KeptF32TensorsStoredAsF16AreReadAsF32) {
+  TOY_REQUIRE_FIXTURE(f32_path, "models/qwen3next/qwen3next-f32.gguf");
+  auto f32 = gguf::GgufFile::open(f32_path.string());
+  gguf::GgufWriter w;
+  for (const auto& [k, v] : f32->metadata()) w.set(k, v);
+  std::vector<Tensor> halves;  // alive until the write
+  halves.reserve(f32->tensors().size());
+  int converted = 0;
+  for (const gguf::TensorInfo& t : f32->tensors()) {
+    Tensor x = f32->tensor(t);
+    if (t.shape.size() == 2 && gguf::stays_f32(t.name, 2)) {
+      halves.push_back(Tensor::empty(t.shape, DType::F16));
+      quantize(DType::F16, x.data(), halves.back().raw_mut(), x.numel());
+      x = halves.back(), ++converted;
+    }
+    w.add_tensor(t.name, x);
+  }
+  EXPECT_GE(converted, 4);  // ssm_conv1d of the Gated DeltaNet layers, ffn_gate_inp of every layer
+  const fs::path out = fs::path(testing::TempDir()) / ("toy_f16_taps_" + std::to_string(::getpid()) + ".gguf");
+  w.write(out.string());
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 3};
+  const std::vector<float> want = logits_of(f32_path.string(), ids), got = logits_of(out.string(), ids);
+  fs::remove(out);
+  EXPECT_LT(rel_rms(got, want), 1e-2);
 }
 
 TEST(QuantizeCli, RefusesItsInputUnknownTypesAndBadFiles) {

@@ -36,10 +36,11 @@ int run(const Args& a) {
     if (key != "general.file_type" && key != "general.alignment") w.set(key, value);
   if (ft) w.set("general.file_type", gguf::Value::of_u32(ft->general_file_type));
   const ModelConfig& cfg = l.model->config();
+  const int n_expert = int(l.file->opt_int(l.file->architecture() + ".expert_count").value_or(0));
   std::vector<Tensor> kept;  // merged and converted tensors stay alive until the write
   l.model->for_each_param([&](Tensor& t) {
     const DType target =
-        ft ? gguf::tensor_dtype(*ft, t.name(), t.shape(), int(cfg.n_layer), cfg.tied_output) : t.dtype();
+        ft ? gguf::tensor_dtype(*ft, t.name(), t.shape(), int(cfg.n_layer), cfg.tied_output, n_expert) : t.dtype();
     if (!t.impl()->low_rank && target == t.dtype()) {  // as it is in MODEL
       w.add_tensor(t.name(), t);
       return;

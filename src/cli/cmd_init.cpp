@@ -71,7 +71,8 @@ int run_card(const Args& a) {
   const std::string out = a.str("output");
   if (out.empty()) throw UsageError("give -o FILE");
   try {
-    card::write_model(card::load(a.str("card")), out, uint64_t(a.integer("seed")));
+    Progress written("init: " + out, 0, Progress::Unit::Bytes);
+    card::write_model(card::load(a.str("card")), out, uint64_t(a.integer("seed")), &written);
   } catch (const card::CardError& e) {
     throw InputError(e.what());
   }
@@ -110,15 +111,20 @@ int run(const Args& a) {
   std::vector<Tensor> converted;  // keeps quantized copies alive until the write
   int64_t n_weights = 0, done = 0;
   model->for_each_param([&](Tensor& t) { n_weights += t.numel(); });
-  Progress bar("init: " + std::string(ft->name), n_weights, Progress::Unit::Count, "weights");
-  model->for_each_param([&](Tensor& t) {
-    // As llama-quantize would write this file type (vectors stay F32).
-    converted.push_back(gguf::to_file_dtype(*ft, t, int(shape.n_layer), shape.tied_output));
-    writer.add_tensor(t.name(), converted.back());
-    bar.update(done += t.numel());
-  });
-  bar.finish();
-  writer.write(out);
+  {
+    // F32 converts nothing: no bar for it.
+    Progress bar("init: to " + std::string(ft->name), n_weights, Progress::Unit::Count, "weights",
+                 ft->general_file_type != 0);
+    model->for_each_param([&](Tensor& t) {
+      // As llama-quantize would write this file type (vectors stay F32).
+      converted.push_back(gguf::to_file_dtype(*ft, t, int(shape.n_layer), shape.tied_output));
+      writer.add_tensor(t.name(), converted.back());
+      bar.update(done += t.numel());
+    });
+  }
+  Progress written("init: " + out, 0, Progress::Unit::Bytes);
+  writer.write(out, &written);
+  written.finish();
   std::fprintf(stderr, "init: wrote %s\n", out.c_str());
   return kOk;
 }

@@ -29,11 +29,16 @@ int run(const Args& a) {
   auto in = gguf::GgufFile::open(in_path);
   Progress bar("quantize: " + std::string(ft->name), int64_t(in->tensors().size()), Progress::Unit::Count, "tensors",
                !a.flag("quiet"));
-  gguf::quantize_file(*in, *ft, out_path, [&](const gguf::QuantizeStep& s) {
-    bar.update(int64_t(s.index),
-               std::string(s.name) + " " + std::string(name(s.from)) + " -> " + std::string(name(s.to)));
-  });
-  bar.finish();
+  Progress written("quantize: " + out_path, 0, Progress::Unit::Bytes, "", !a.flag("quiet"));
+  gguf::quantize_file(
+      *in, *ft, out_path,
+      [&](const gguf::QuantizeStep& s) {
+        bar.update(int64_t(s.index),
+                   std::string(s.name) + " " + std::string(name(s.from)) + " -> " + std::string(name(s.to)));
+        if (s.index == s.count) bar.finish();  // before the write's own progress
+      },
+      &written);
+  written.finish();
   std::fprintf(stderr, "quantize: wrote %s (%s, general.file_type %u): %.1f MB -> %.1f MB\n", out_path.c_str(),
                std::string(ft->name).c_str(), ft->general_file_type, megabytes(fs::file_size(in_path)),
                megabytes(fs::file_size(out_path, ec)));

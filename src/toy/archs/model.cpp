@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "toy/archs/arch.h"
+#include "toy/io/file_type.h"
 #include "toy/tensor/quant.h"
 
 namespace toy {
@@ -159,8 +160,9 @@ void TensorLoader::visit(const std::string& name, Tensor& t, std::initializer_li
   if (!finite(info->dtype, f_->tensor_data(*info), info->nbytes))
     throw GgufError(f_->path() + ": tensor '" + name + "' holds NaN or infinite values");
   t = f_->tensor(*info);
-  // Vectors (norms, biases) are used as F32; they are tiny, so a converted copy costs nothing.
-  if (shape.size() == 1 && info->dtype != DType::F32) t = t.clone().set_name(name);
+  // Vectors (norms, biases), convolution taps, routers and positions are used as F32 (they are
+  // small, so a converted copy costs nothing): the tensors llama-quantize leaves in F32.
+  if (gguf::stays_f32(name, shape.size()) && info->dtype != DType::F32) t = t.clone().set_name(name);
 }
 
 void RandomInit::visit(const std::string& name, Tensor& t, std::initializer_list<Dim>, const Shape& shape, Init init,

@@ -375,7 +375,7 @@ nlohmann::ordered_json to_json(const Card& c) {
   return j;
 }
 
-void write_model(const Card& c, const std::string& path, uint64_t seed) {
+void write_model(const Card& c, const std::string& path, uint64_t seed, Progress* bytes) {
   describe(c);  // validates
   std::unique_ptr<Model> model = find_architecture(c.arch)->random(c.meta, c.n_vocab, c.tied_output, seed);
   gguf::GgufWriter w;
@@ -394,7 +394,7 @@ void write_model(const Card& c, const std::string& path, uint64_t seed) {
     w.add_tensor("rope_freqs.weight", freqs);
   }
   model->for_each_param([&](Tensor& t) { w.add_tensor(t.name(), t); });
-  w.write(path);
+  w.write(path, bytes);
 }
 
 }  // namespace toy::card

@@ -79,7 +79,7 @@ nlohmann::ordered_json to_json(const Card& c);
 
 // Writes a GGUF model with the card's metadata and tensor names/shapes: the architecture's random
 // weights (deterministic in `seed`; F32) and a placeholder vocabulary of n_vocab tokens
-// (tokenizer/placeholder_vocab). Atomic (GgufWriter).
-void write_model(const Card& c, const std::string& path, uint64_t seed = 42);
+// (tokenizer/placeholder_vocab). Atomic (GgufWriter); `bytes` follows the write.
+void write_model(const Card& c, const std::string& path, uint64_t seed = 42, Progress* bytes = nullptr);
 
 }  // namespace toy::card

@@ -195,10 +195,12 @@ void write_model_gguf(Model& m, const Tokenizer* tok, const std::string& path, c
   std::vector<Tensor> written;  // converted copies live until the write
   bool quantized = false;
   const ModelConfig& mc = m.config();
+  int n_expert = 0;  // llama-quantize's rules differ for 8 experts: the stacks are the 3-D parameters
+  m.for_each_param([&](Tensor& t) { n_expert = t.shape().size() == 3 ? int(t.size(0)) : n_expert; });
   m.for_each_param([&](Tensor& t) {
     // A weight with low-rank terms is written folded, W + Σ scale·B·A: what a reader of the file computes.
     const Tensor folded = t.impl()->low_rank ? merged_weight(t) : t;
-    written.push_back(gguf::to_file_dtype(*ft, folded, int(mc.n_layer), mc.tied_output));
+    written.push_back(gguf::to_file_dtype(*ft, folded, int(mc.n_layer), mc.tied_output, n_expert));
     quantized = quantized || info(written.back().dtype()).quantized;
     w.add_tensor(t.name(), written.back());
   });

@@ -85,34 +85,47 @@ std::string file_type_name(int64_t t) {
   return it == names.end() ? "" : it->second;
 }
 
-DType tensor_dtype(const FileType& ft, std::string_view name, const std::vector<int64_t>& shape, int n_layer,
-                   bool tied) {
-  if (shape.size() < 2) return DType::F32;
+bool stays_f32(std::string_view name, size_t n_dims) {
+  return n_dims < 2 || !name.ends_with("weight") || contains(name, "_norm.weight") ||
+         contains(name, "ffn_gate_inp.weight") || contains(name, "ssm_conv1d") || name == "position_embd.weight" ||
+         name == "token_types.weight";
+}
+
+DType tensor_dtype(const FileType& ft, std::string_view name, const std::vector<int64_t>& shape, int n_layer, bool tied,
+                   int n_expert) {
+  if (stays_f32(name, shape.size())) return DType::F32;
   const int64_t row = shape.back();
   DType t = ft.base;
   if (info(ft.base).quantized) {  // llama-quantize applies its rules only to block types
     int layer = -1;
     std::sscanf(std::string(name).c_str(), "blk.%d.", &layer);
     const bool q4_k_s = ft.base == DType::Q4_K && !ft.mix;
+    // llama.cpp counts the "attn_v-like" tensors (attn_v, and a fused attn_qkv: a Gated DeltaNet
+    // layer's) for use_more_bits; every layer of toy's architectures has exactly one, so their
+    // index is the layer's. Models of 8 experts get 8-bit attention keys and values.
+    const bool attn_v = contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight");
+    const bool ffn_down = contains(name, "ffn_down");
     if (name == "output.weight" || (tied && name == "token_embd.weight"))
       t = row % QK_K != 0 || ft.base == DType::Q8_0 ? DType::Q8_0 : DType::Q6_K;  // every type but Q8_0
-    else if (contains(name, "attn_v.weight") || contains(name, "ffn_down")) {
-      const bool ffn_down = contains(name, "ffn_down");
+    else if (attn_v || ffn_down) {
       if (ft.mix && use_more_bits(layer, n_layer))
         t = DType::Q6_K;
       else if (q4_k_s && (ffn_down ? layer < n_layer / 8 : layer < 4))
         t = DType::Q5_K;
-    } else if (ft.mix && contains(name, "attn_qkv.weight"))
-      t = ft.base == DType::Q4_K ? DType::Q5_K : DType::Q6_K;
+      if (attn_v && n_expert == 8) t = DType::Q8_0;
+    } else if (contains(name, "attn_k.weight") && n_expert == 8)
+      t = DType::Q8_0;
+    else if (contains(name, "attn_output.weight") && n_expert == 8 && ft.base == DType::Q4_K)
+      t = DType::Q5_K;  // Q4_K_S and Q4_K_M
   }
   if (row % info(t).block_size != 0) t = fallback(t);
   return row % info(t).block_size == 0 ? t : DType::F32;
 }
 
-Tensor to_file_dtype(const FileType& ft, const Tensor& t, int n_layer, bool tied) {
+Tensor to_file_dtype(const FileType& ft, const Tensor& t, int n_layer, bool tied, int n_expert) {
   const DType d = t.dtype();
   if (d == DType::I8 || d == DType::I16 || d == DType::I32 || d == DType::I64) return t;  // ids, not weights
-  const DType target = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied);
+  const DType target = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied, n_expert);
   if (d == target) return t;
   if (!dtype_supported(d)) throw std::invalid_argument(t.name() + ": toy cannot decode " + std::string(info(d).name));
   if (!can_quantize(target))
@@ -125,10 +138,11 @@ Tensor to_file_dtype(const FileType& ft, const Tensor& t, int n_layer, bool tied
 }
 
 void quantize_file(const GgufFile& in, const FileType& ft, const std::string& out,
-                   const std::function<void(const QuantizeStep&)>& progress) {
+                   const std::function<void(const QuantizeStep&)>& converted, Progress* bytes) {
   const std::string arch = in.architecture();
   const int n_layer = int(in.opt_int(arch + ".block_count").value_or(0));
   const bool tied = in.find_tensor("output.weight") == nullptr;
+  const int n_expert = int(in.opt_int(arch + ".expert_count").value_or(0));
   GgufWriter w;
   for (const auto& [key, value] : in.metadata()) w.set(key, value);
   w.set("general.file_type", Value::of_u32(ft.general_file_type));
@@ -137,18 +151,18 @@ void quantize_file(const GgufFile& in, const FileType& ft, const std::string& ou
   bool quantized = false;
   for (const TensorInfo& info_in : in.tensors()) {
     Tensor t = in.tensor(info_in).set_name(info_in.name);
-    const DType to = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied);
-    if (progress) progress({written.size() + 1, in.tensors().size(), info_in.name, t.dtype(), to});
+    const DType to = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied, n_expert);
     try {
-      written.push_back(to_file_dtype(ft, t, n_layer, tied));
+      written.push_back(to_file_dtype(ft, t, n_layer, tied, n_expert));
     } catch (const std::invalid_argument& e) {
       throw GgufError(in.path() + ": " + e.what());
     }
+    if (converted) converted({written.size(), in.tensors().size(), info_in.name, t.dtype(), to});
     quantized = quantized || info(written.back().dtype()).quantized;
     w.add_tensor(info_in.name, written.back());
   }
   if (quantized) w.set("general.quantization_version", Value::of_u32(2));  // GGML_QNT_VERSION
-  w.write(out);
+  w.write(out, bytes);
 }
 
 }  // namespace toy::gguf

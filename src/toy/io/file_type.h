@@ -16,6 +16,10 @@
 #include "toy/tensor/dtype.h"
 #include "toy/tensor/tensor.h"
 
+namespace toy {
+class Progress;
+}
+
 namespace toy::gguf {
 
 struct FileType {
@@ -33,30 +37,39 @@ std::string_view file_type_names();
 // not write; "" for an unknown value.
 std::string file_type_name(int64_t general_file_type);
 
-// The dtype of tensor `name` of `shape` (PyTorch order) in a model of n_layer blocks; `tied`:
-// the model has no output.weight, token_embd serves as the output projection.
-//  * 1-D tensors (norms, biases) stay F32; F32, F16 and BF16 files have every matrix in that dtype.
+// The tensors llama-quantize never converts, whatever the file type (its
+// tensor_allows_quantization): 1-D tensors (norms, biases), names not ending in "weight", norms,
+// MoE routers (ffn_gate_inp), the taps of the Gated DeltaNet / Mamba convolution (ssm_conv1d) and
+// learned positions (position_embd, token_types). toy's loader uses them as F32 whatever a file
+// stores, since the operations that read them are not matrix products.
+bool stays_f32(std::string_view name, size_t n_dims);
+
+// The dtype of tensor `name` of `shape` (PyTorch order) in a model of n_layer blocks and n_expert
+// experts (0: dense); `tied`: the model has no output.weight, token_embd serves as the output
+// projection. As llama-quantize (node-llama-cpp 3.21.1's llama.cpp) decides it:
+//  * stays_f32 tensors stay F32; F32, F16 and BF16 files have every other matrix in that dtype.
 //  * In the block types, matrices get ft.base, except: output.weight (token_embd when tied) gets
-//    Q6_K in every type but Q8_0; with the _M rules attn_v / ffn_down of the layers use_more_bits
-//    picks get Q6_K (attn_qkv: one step up); Q4_K (= Q4_K_S) gives attn_v of the first 4 layers
-//    and ffn_down of the first eighth Q5_K.
+//    Q6_K in every type but Q8_0; with the _M rules attn_v (and a fused attn_qkv) / ffn_down of
+//    the layers use_more_bits picks get Q6_K; Q4_K (= Q4_K_S) gives attn_v / attn_qkv of the first
+//    4 layers and ffn_down of the first eighth Q5_K. With 8 experts attn_k, attn_v and attn_qkv
+//    get Q8_0, and Q4_K / Q4_K_M give attn_output Q5_K.
 //  * Rows that do not split into 256-value super-blocks fall back as llama.cpp does: Q4_K to
 //    Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 (and the output to Q8_0); rows that still do not split
 //    into blocks stay F32.
-DType tensor_dtype(const FileType& ft, std::string_view name, const std::vector<int64_t>& shape, int n_layer,
-                   bool tied);
+DType tensor_dtype(const FileType& ft, std::string_view name, const std::vector<int64_t>& shape, int n_layer, bool tied,
+                   int n_expert = 0);
 
 // Tensor `t` (its name() is the GGUF name; any dtype toy decodes) as a file of type `ft` stores it:
 // `t` itself when it already has tensor_dtype(ft, …), else a new tensor of that dtype (quantized
 // from `t`'s values, decoded to F32 first when `t` is not F32). Throws std::invalid_argument for a
 // dtype toy cannot decode or write.
-Tensor to_file_dtype(const FileType& ft, const Tensor& t, int n_layer, bool tied);
+Tensor to_file_dtype(const FileType& ft, const Tensor& t, int n_layer, bool tied, int n_expert = 0);
 
 class GgufFile;
 
 // One tensor of quantize_file, for progress reports.
 struct QuantizeStep {
-  size_t index = 0, count = 0;  // tensor `index` (from 1) of `count`
+  size_t index = 0, count = 0;  // `index` tensors of `count` converted
   std::string_view name;        // the tensor's GGUF name
   DType from, to;
 };
@@ -64,9 +77,10 @@ struct QuantizeStep {
 // llama-quantize's job: writes `in` as file type `ft` to `out` (by write_output_file's rules):
 // every key of `in` (general.file_type set to ft's, general.quantization_version 2 as llama.cpp
 // writes it), every tensor as to_file_dtype() converts it, with n_layer from `<arch>.block_count`
-// and a tied output when there is no output.weight. `progress` is called before each tensor.
+// and n_expert from `<arch>.expert_count`, and a tied output when there is no output.weight. `converted` is called after each tensor is
+// converted, then `bytes` (if given) follows the write (GgufWriter::write).
 // Throws GgufError for a tensor toy cannot decode and std::runtime_error on I/O failure.
 void quantize_file(const GgufFile& in, const FileType& ft, const std::string& out,
-                   const std::function<void(const QuantizeStep&)>& progress = {});
+                   const std::function<void(const QuantizeStep&)>& converted = {}, Progress* bytes = nullptr);
 
 }  // namespace toy::gguf

@@ -1,13 +1,12 @@
 // io/gguf.cpp — GGUF reader (validating, memory-mapped) and atomic writer.
 #include "toy/io/gguf.h"
 
-#include "toy/io/output_file.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "toy/io/output_file.h"
+#include "toy/io/progress.h"
 
 namespace toy::gguf {
 
@@ -619,7 +619,7 @@ struct Out {
 
 }  // namespace
 
-void GgufWriter::write(const std::string& path) const {
+void GgufWriter::write(const std::string& path, Progress* bytes) const {
   uint64_t alignment = 32;
   for (const auto& [k, v] : kv_)
     if (k == "general.alignment" && v.is_integer()) alignment = uint64_t(v.as_int());
@@ -653,12 +653,19 @@ void GgufWriter::write(const std::string& path) const {
   }
   h.buf.resize((h.buf.size() + alignment - 1) / alignment * alignment, 0);
 
+  if (bytes) bytes->set_total(int64_t(h.buf.size() + offset));
   write_output_file(path, [&](std::FILE* f) {
     bool ok = std::fwrite(h.buf.data(), 1, h.buf.size(), f) == h.buf.size();
     static const uint8_t zeros[64] = {};
+    constexpr uint64_t kPiece = 16 << 20;  // progress every 16 MiB within a large tensor
     uint64_t written = 0;
     for (size_t k = 0; ok && k < tensors_.size(); ++k) {
-      ok = std::fwrite(tensors_[k].data, 1, size_t(sizes[k]), f) == sizes[k];
+      const auto* data = static_cast<const uint8_t*>(tensors_[k].data);
+      for (uint64_t at = 0; ok && at < sizes[k]; at += kPiece) {
+        const size_t n = size_t(std::min(kPiece, sizes[k] - at));
+        ok = std::fwrite(data + at, 1, n, f) == n;
+        if (bytes) bytes->update(int64_t(h.buf.size() + offsets[k] + at + n));
+      }
       written = offsets[k] + sizes[k];
       const uint64_t pad =
           (k + 1 < tensors_.size() ? offsets[k + 1] : (written + alignment - 1) / alignment * alignment) - written;

@@ -23,6 +23,10 @@
 
 #include "toy/tensor/tensor.h"
 
+namespace toy {
+class Progress;
+}
+
 namespace toy::gguf {
 
 struct GgufError : std::runtime_error {
@@ -167,7 +171,9 @@ class GgufWriter {
   void add_tensor(std::string name, Shape shape, DType dtype, const void* data);
   void add_tensor(const std::string& name, const Tensor& t) { add_tensor(name, t.shape(), t.dtype(), t.raw()); }
   // Writes by write_output_file's rules (io/output_file.h); throws std::runtime_error on I/O failure.
-  void write(const std::string& path) const;
+  // `bytes`, if given, gets the file's size as its total and the bytes written as they go (the
+  // write of a large F32 model is most of `toy init`'s time).
+  void write(const std::string& path, Progress* bytes = nullptr) const;
 
  private:
   struct Pending {

@@ -20,6 +20,7 @@
 // AVX-512 VNNI integer dot products (same integers, same lanes, same bits).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 

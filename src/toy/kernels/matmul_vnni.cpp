@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
