@@ -6,7 +6,9 @@
 # same load of a shared machine. Prints the load average before each run.
 #
 # usage: bench/serve_vs_llama_server.sh TOY LLAMA_SERVER MODEL [ROUNDS] [REQUESTS] [TOKENS]
-# e.g.   bench/serve_vs_llama_server.sh build/toy ../peer/llama.cpp/build/bin/llama-server smollm2-q8_0.gguf
+# e.g.   bench/serve_vs_llama_server.sh build/toy bench/peer/llama.cpp/build/bin/llama-server smollm2-q8_0.gguf
+# where `bench/peer/native.sh llama-bench llama-server` builds llama-server for this CPU (the same
+# tree bench/peer/run.sh takes llama-bench from; a link bench/peer/llama.cpp to a built checkout also works).
 set -eu
 toy=${1:?usage: $0 TOY LLAMA_SERVER MODEL [ROUNDS] [REQUESTS] [TOKENS]}
 llama=${2:?usage}

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "fixtures.h"
+#include "toy/kernels/cpu_features.h"
 
 using json = nlohmann::json;
 using toy::test::read_text;
@@ -292,6 +293,30 @@ TEST(CliExitCodes, EachCodeWhereDocumented) {
   fs::create_directories(dir / "taken" / "x");
   EXPECT_EQ(run_toy("new " + (dir / "taken").string()).code, 1);  // runtime failure: the directory exists
   fs::remove_all(dir);
+}
+
+// `toy bench --json` names the SIMD path in use and each weight dtype's matmul kernel, and
+// TOY_SIMD changes both: scalar, and avx2 where the default is AVX-512 VNNI (one run takes ~1 s,
+// mostly the bandwidth probe; KernelMatmul.KernelNamesFollowThePath checks every path's names).
+// The embedded story model: F32 matrices and a 256-token context, so only tg128 and pp128 run.
+TEST(CliBench, JsonReportsTheSimdPathAndKernels) {
+  const std::string stories = (fs::path(TOY_SOURCE_DIR) / "models" / "toy-stories.gguf").string();
+  std::vector<std::pair<std::string, std::string>> cases = {{"scalar", "scalar"}};  // TOY_SIMD, F32 kernel
+  if (toy::kernels::cpu_has_avx512vnni()) cases.push_back({"avx2", "avx2 fma 4x3"});
+  for (const auto& [path, kernel] : cases) {
+    toy::test::ScopedEnv env;
+    env.set("TOY_SIMD", path);
+    auto r = run_toy("bench " + stories + " --json --reps 1 --threads 1");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["isa"]["TOY_SIMD"], path);
+    EXPECT_EQ(j["isa"]["level"], path == "scalar" ? "scalar" : "avx2+fma+f16c");
+    EXPECT_EQ(j["isa"]["cpu"], toy::kernels::cpu_simd_features());
+    EXPECT_EQ(j["kernels"], json({{"F32", kernel}})) << r.out;
+    EXPECT_GT(j["tg128"].get<double>(), 0);
+    EXPECT_GT(j["roofline_fraction"].get<double>(), 0);
+    EXPECT_TRUE(j["pp512"].is_null());  // beyond the context
+  }
 }
 
 TEST(CliExitCodes, InterruptedIs130) {

@@ -192,6 +192,33 @@ TEST(KernelThreads, SimdLevelNamesThePath) {
 // ---------------------------------------------------------------------------------------------
 // matmul_wt
 
+// matmul_kernel_name (what `toy bench --json` reports) names the kernel of the path in use.
+TEST(KernelMatmul, KernelNamesFollowThePath) {
+  KernelState keep;
+  set_simd(Simd::scalar);
+  EXPECT_EQ(matmul_kernel_name(DType::F32), "scalar");
+  EXPECT_EQ(matmul_kernel_name(DType::Q8_0), "scalar");
+  EXPECT_EQ(matmul_kernel_name(DType::Q4_1), "dequantize to f32, scalar");
+  if (cpu_has_avx2()) {
+    set_simd(Simd::avx2);
+    EXPECT_EQ(matmul_kernel_name(DType::F32), "avx2 fma 4x3");
+    EXPECT_EQ(matmul_kernel_name(DType::F16), "avx2 f16c+fma 4x3");
+    EXPECT_EQ(matmul_kernel_name(DType::BF16), "avx2 fma 4x3");
+    EXPECT_EQ(matmul_kernel_name(DType::Q8_0), "avx2 maddubs 4x2");
+    EXPECT_EQ(matmul_kernel_name(DType::Q4_0), "avx2 maddubs 4x2");
+    EXPECT_EQ(matmul_kernel_name(DType::Q6_K), "avx2 maddubs 4x1");
+    EXPECT_EQ(matmul_kernel_name(DType::Q4_1), "dequantize to f32, avx2 fma 4x3");
+  }
+  if (cpu_has_avx512vnni()) {
+    set_simd(Simd::avx512vnni);
+    EXPECT_EQ(matmul_kernel_name(DType::F32), "avx2 fma 4x3");
+    EXPECT_EQ(matmul_kernel_name(DType::Q8_0), "avx512vnni vpdpbusd 4x4");
+    EXPECT_EQ(matmul_kernel_name(DType::Q4_K), "avx512vnni vpdpwssd 4x1");
+    EXPECT_EQ(matmul_kernel_name(DType::BF16), cpu_has_avx512bf16() ? "avx512bf16 vdpbf16ps 4x6" : "avx2 fma 4x3");
+  }
+  EXPECT_THROW(matmul_kernel_name(DType::Q2_K), std::invalid_argument);
+}
+
 TEST(KernelMatmul, ActivationTypesFollowLlamaCpp) {
   EXPECT_EQ(activation_dtype(DType::F32), DType::F32);
   EXPECT_EQ(activation_dtype(DType::F16), DType::F16);
@@ -251,6 +278,37 @@ TEST(KernelMatmul, EveryDtypeAndPathMatchesTheReference) {
                   << name(t) << " " << path_name(s) << " M " << M << " N " << N << " K " << K << " at " << i;
           }
         }
+  }
+}
+
+// What docs/kernels.md states about the scalar and AVX2 paths: F16 and BF16 give the same bits
+// (x is rounded to the weights' precision, so every product is exact in f32 and FMA adds nothing;
+// the portable loop sums in the SIMD lanes' order), F32 and the quantized types do not (FMA
+// against rounded products, or one running sum against 8 lanes) — all within the reference bound.
+TEST(KernelMatmul, ScalarAndAvx2PathsAgreeAsDocumented) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C: no second path";
+  KernelState keep;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    const int64_t M = 3, N = 29, K = info(t).block_size == 1 ? 200 : 4 * info(t).block_size;  // 200: a tail
+    const auto x = randn(size_t(M * K), 7);
+    const auto w = random_weights(t, N, K, 11);
+    std::vector<float> ref(static_cast<size_t>(M * N));
+    reference::matmul_wt<double>(x.data(), w.data(), t, ref.data(), M, N, K);
+    const auto tol = tolerance(x.data(), w.data(), t, M, N, K);
+    set_simd(Simd::scalar);
+    const auto portable = run_matmul(x, w, t, M, N, K);
+    set_simd(Simd::avx2);
+    const auto simd = run_matmul(x, w, t, M, N, K);
+    int differ = 0;
+    for (int64_t i = 0; i < M * N; ++i) {
+      EXPECT_NEAR(portable[size_t(i)], ref[size_t(i)], tol[size_t(i)]) << name(t) << " at " << i;
+      EXPECT_NEAR(simd[size_t(i)], ref[size_t(i)], tol[size_t(i)]) << name(t) << " at " << i;
+      differ += portable[size_t(i)] != simd[size_t(i)];
+    }
+    if (t == DType::F16 || t == DType::BF16)
+      EXPECT_EQ(differ, 0) << name(t) << ": exact products, the same order";
+    else
+      EXPECT_GT(differ, 0) << name(t) << ": the paths gave the same bits";
   }
 }
 

@@ -1,16 +1,37 @@
 #!/usr/bin/env bash
-# bench/peer/native.sh — builds llama.cpp's own `llama-bench` for this machine from the source
-# that node-llama-cpp 3.21.1 ships (node_modules/node-llama-cpp/llama/gitRelease.bundle), so the
-# side-by-side run also has llama.cpp without node in the way: the prebuilt binaries target a
+# bench/peer/native.sh — builds llama.cpp's own tools for this machine from the source that
+# node-llama-cpp 3.21.1 ships (node_modules/node-llama-cpp/llama/gitRelease.bundle), so the
+# side-by-side runs also have llama.cpp without node in the way: the prebuilt binaries target a
 # generic x86-64 and node-llama-cpp runs each token through the JavaScript event loop, which on
 # 2 cores competes with the compute threads. No network beyond npm; not part of CI.
-#   bench/peer/native.sh            -> bench/peer/llama.cpp/build/bin/llama-bench
+#   bench/peer/native.sh                          -> bench/peer/llama.cpp/build/bin/llama-bench
+#   bench/peer/native.sh llama-bench llama-server -> both (the server for bench/serve_vs_llama_server.sh)
+# The arguments are the CMake targets to build (default: llama-bench); bench/peer/run.sh and
+# bench/serve_vs_llama_server.sh look for them in bench/peer/llama.cpp/build/bin/. A link
+# bench/peer/llama.cpp -> an existing llama.cpp checkout with such a build works as well.
+#
+# For the CPU it runs on: GGML_NATIVE compiles with -march=native. Where /proc/cpuinfo lists AMX
+# (amx_tile, amx_int8, amx_bf16) that also defines __AMX_INT8__ and enables ggml's AMX kernels,
+# yet a VM may advertise AMX while the hypervisor does not enable its tile state, and the first
+# tile instruction then traps (SIGILL). So with AMX flags present the build adds -mno-amx-tile
+# -mno-amx-int8 -mno-amx-bf16 (GCC and Clang give an explicit -mno-* precedence over -march,
+# whatever the order) and sets GGML_AMX_*=OFF (ggml's switches for builds without GGML_NATIVE).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(llama-bench)
 [ -d "$here/node_modules/node-llama-cpp" ] || (cd "$here" && npm i -E --no-audit --no-fund node-llama-cpp@3.21.1 >/dev/null)
 src="$here/llama.cpp"
 [ -d "$src/.git" ] || git clone -q "$here/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src"
-cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null
-cmake --build "$src/build" --target llama-bench
-echo "built $src/build/bin/llama-bench"
+flags=""
+amx=()
+if grep -qwE 'amx_tile|amx_int8|amx_bf16' /proc/cpuinfo 2>/dev/null; then
+  flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  amx=(-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+  echo "native.sh: the CPU lists AMX; building without it ($flags)" >&2
+fi
+cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON "${amx[@]}" \
+  -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF >/dev/null
+cmake --build "$src/build" --target "${targets[@]}"
+for t in "${targets[@]}"; do echo "built $src/build/bin/$t"; done

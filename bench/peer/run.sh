@@ -6,7 +6,7 @@
 # own llama-bench compiled from the same source for this CPU. Not part of CI.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-model="$1"; threads="${2:-2}"; reps="${3:-3}"
+model="$(realpath "$1")"; threads="${2:-2}"; reps="${3:-3}"
 toy="${TOY_BIN:-$here/../../build/toy}"
 [ -d "$here/node_modules/node-llama-cpp" ] || (cd "$here" && npm i -E --no-audit --no-fund node-llama-cpp@3.21.1 >/dev/null)
 n_vocab=$("$toy" describe "$model" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokenizer"]["n_vocab"])')
@@ -24,6 +24,8 @@ for r in native:
     key = f"pp{r['n_prompt']}" if r["n_gen"] == 0 else f"tg{r['n_gen']}"
     nat[key] = statistics.median(r["samples_ts"])
 print(f"{model}  ({mine['threads']} threads, median of {mine['reps']})")
+print(f"toy's path: {mine['isa']['level']} (CPU: {mine['isa']['cpu']}); "
+      + ", ".join(f"{d} {k}" for d, k in mine["kernels"].items()))
 head = f"{'':8}{'toy':>10}{'node-llama-cpp':>16}{'ratio':>7}"
 if nat: head += f"{'llama-bench':>13}{'ratio':>7}"
 print(head)

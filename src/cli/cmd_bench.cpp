@@ -4,12 +4,15 @@
 // token of context. Each figure is the median of --reps runs after a warm-up, with the
 // spread (min–max). Generation reads every weight once per token, so its ceiling is
 // bandwidth ÷ bytes of weights per token: the roofline fraction says how close toy gets.
-// Peak resident memory is measured after generation, before the prompt runs.
+// Peak resident memory is measured after generation, before the prompt runs. The report names
+// the SIMD path in use (TOY_SIMD caps it) and the matmul kernel each weight dtype of the model takes.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -17,6 +20,7 @@
 #include "toy/engines/decode.h"
 #include "toy/io/progress.h"
 #include "toy/kernels/bandwidth.h"
+#include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 
 namespace toy::cli {
@@ -58,6 +62,13 @@ int run(const Args& a) {
   for (const auto& t : file->tensors())
     bytes_per_token +=
         t.name == "token_embd.weight" && !tied ? double(t.nbytes) / double(t.shape[0]) : double(t.nbytes);
+
+  // The matmul kernel of each dtype of the model's matrices (the input embedding, when it is
+  // not also the output projection, is only looked up).
+  std::map<std::string, std::string> kernel_of_dtype;
+  for (const auto& t : file->tensors())
+    if (t.shape.size() >= 2 && !(t.name == "token_embd.weight" && !tied) && dtype_supported(t.dtype))
+      kernel_of_dtype[std::string(name(t.dtype))] = kernels::matmul_kernel_name(t.dtype);
 
   std::mt19937 rng(1);
   auto random_ids = [&](int64_t n) {
@@ -132,6 +143,11 @@ int run(const Args& a) {
     j["peak_rss_mib"] = gen_rss_mib;
     j["file_mib"] = double(file->file_size()) / (1 << 20);
     j["kv_cache_mib"] = kv_mib;
+    const char* toy_simd = std::getenv("TOY_SIMD");
+    j["isa"] = {{"cpu", kernels::cpu_simd_features()},
+                {"level", kernels::simd_level()},
+                {"TOY_SIMD", toy_simd ? nlohmann::ordered_json(toy_simd) : nlohmann::ordered_json(nullptr)}};
+    j["kernels"] = kernel_of_dtype;
     std::printf("%s\n", j.dump(2).c_str());
     return kOk;
   }
@@ -144,6 +160,8 @@ int run(const Args& a) {
   std::printf("%s  (%s, %.1f MiB, %d threads, median of %d)\n", path.c_str(), c.arch.c_str(),
               double(file->file_size()) / (1 << 20), kernels::num_threads(), reps);
   std::printf("  load   %9.3f s\n", load_s);
+  std::printf("  SIMD   %s (CPU: %s)\n", kernels::simd_level().c_str(), kernels::cpu_simd_features().c_str());
+  for (const auto& [dtype, kernel] : kernel_of_dtype) std::printf("  %-6s %s\n", dtype.c_str(), kernel.c_str());
   line("pp128", pp128);
   line("pp512", pp512);
   line("tg128", tg128);
@@ -161,7 +179,8 @@ Registrar reg({
     .positionals = {{"MODEL", "a GGUF model (toy init makes real-sized ones)"}},
     .flags = {{"reps", FlagType::Int, "3", "repetitions per figure (after one warm-up)"},
               {"json", FlagType::Bool, "",
-               "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, ...)"},
+               "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, isa, "
+               "kernels, ...)"},
               kv_type_flag(),
               threads_flag()},
     .run = run,

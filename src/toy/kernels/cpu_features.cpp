@@ -107,4 +107,12 @@ std::string simd_level() {
   }
 }
 
+std::string cpu_simd_features() {
+  std::string s;
+  if (cpu_has_avx2()) s += "avx2 fma f16c";
+  if (cpu_has_avx512vnni()) s += " avx512f avx512bw avx512vl avx512vnni";
+  if (cpu_has_avx512bf16()) s += " avx512bf16";
+  return s;
+}
+
 }  // namespace toy::kernels

@@ -22,5 +22,8 @@ bool cpu_has_avx512bf16();
 Simd simd();               // the path kernels take now
 void set_simd(Simd s);     // throws std::invalid_argument for a path the CPU lacks
 std::string simd_level();  // "avx512vnni+avx2+fma+f16c", "avx2+fma+f16c" or "scalar"
+// What the CPU (and OS) offers of what the kernels look for, whatever path is in use:
+// "avx2 fma f16c", then "avx512f avx512bw avx512vl avx512vnni" and "avx512bf16" where present.
+std::string cpu_simd_features();
 
 }  // namespace toy::kernels

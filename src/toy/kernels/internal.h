@@ -30,13 +30,21 @@ struct Act {
 // y has row stride ldy. Each output element is computed the same way whatever n and M are.
 using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, float* y, int64_t ldy, int64_t n);
 
+// A column kernel and its name for reports (matmul_kernel_name, `toy bench --json`): the
+// instruction set, the dot product and the prompt tile, rows of x × weight rows (decode, M < 4,
+// always takes 1 × 1), e.g. "avx2 maddubs 4x2". Given where the kernel is chosen, so the two agree.
+struct NamedKernel {
+  ColumnKernel run = nullptr;
+  const char* name = nullptr;
+};
+
 // AVX2 column kernel for weights of type wt (null for types without one). The F32 kernel also
 // serves the types that are dequantized to f32 row by row.
-ColumnKernel avx2_column_kernel(DType wt);
+NamedKernel avx2_column_kernel(DType wt);
 // AVX-512 VNNI column kernel for the quantized types, bit-identical to the AVX2 kernel's, and
 // for BF16 where the CPU has AVX512_BF16 (vdpbf16ps: other bits than the AVX2 kernel's); null
 // for the others, which take the AVX2 kernel.
-ColumnKernel vnni_column_kernel(DType wt);
+NamedKernel vnni_column_kernel(DType wt);
 // out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
 void avx2_round_to_f16(const float* x, float* out, int64_t n);
 // x[0, K) as Q8_0 activations: the values to q, block b's scale to d[b·d_stride]; the same

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 
 #include "toy/tensor/dtype.h"
 
@@ -38,6 +39,13 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
 // vec_dot_type): F16 -> F16, BF16 -> BF16, Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_K/Q5_K/Q6_K -> Q8_K;
 // F32 and the other types (dequantized to f32 on the fly) -> F32, i.e. no rounding.
 DType activation_dtype(DType wt);
+
+// The kernel matmul_wt takes for weights of type wt on the SIMD path now in use (simd()):
+// instruction set, dot product and prompt tile (rows of x × weight rows; decode takes 1 × 1),
+// e.g. "scalar", "avx2 fma 4x3", "avx2 maddubs 4x2", "avx512vnni vpdpbusd 4x4", or
+// "dequantize to f32, avx2 fma 4x3" for the types without a kernel of their own. For reports
+// (`toy bench --json`); throws std::invalid_argument for a type matmul_wt does not support.
+std::string matmul_kernel_name(DType wt);
 
 // C[M, N] = op(A) · op(B) (+ C when accumulate), all f32 row-major.
 // op(A) is A[M, K] or, with trans_a, Aᵀ for A[K, M]; op(B) is B[K, N] or, with trans_b, Bᵀ for B[N, K].

@@ -9,9 +9,10 @@
 //   Q4_1 / Q5_1 / Q8_K:      rows dequantized to f32 (no fast kernel; x stays f32).
 // The N output columns are split over threads; each element is computed by one thread in an
 // order fixed by its kernel (below and in matmul_avx2.cpp), so results do not depend on the
-// thread count. The scalar and AVX2 kernels sum in different orders (f32 results differ in the
-// last bits), and both are checked against reference.cpp; the AVX-512 VNNI kernels
-// (matmul_vnni.cpp) give the bits of the AVX2 ones, except BF16 with vdpbf16ps.
+// thread count. The scalar and AVX2 kernels sum F32 and the quantized types in different orders
+// (f32 results differ in the last bits; F16/BF16 products are exact, so those agree), and both
+// are checked against reference.cpp; the AVX-512 VNNI kernels (matmul_vnni.cpp) give the bits of
+// the AVX2 ones, except BF16 with vdpbf16ps.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -49,6 +50,7 @@ namespace {
 
 using detail::Act;
 using detail::ColumnKernel;
+using detail::NamedKernel;
 
 // All 65536 halves as floats: the scalar path converts with a table lookup, as ggml does.
 const float* half_table() {
@@ -310,10 +312,12 @@ ColumnKernel scalar_column_kernel(DType wt) {
 // The kernel of the SIMD path for weights of type wt: the VNNI path has kernels for the
 // quantized types (the AVX2 kernels' bits) and, with AVX512_BF16, for BF16 (its own bits); the
 // other types take the AVX2 ones.
-ColumnKernel column_kernel(Simd path, DType wt) {
+NamedKernel column_kernel(Simd path, DType wt) {
   if (path == Simd::avx512vnni)
-    if (ColumnKernel k = detail::vnni_column_kernel(wt)) return k;
-  return path >= Simd::avx2 ? detail::avx2_column_kernel(wt) : scalar_column_kernel(wt);
+    if (NamedKernel k = detail::vnni_column_kernel(wt); k.run) return k;
+  if (path >= Simd::avx2) return detail::avx2_column_kernel(wt);
+  const ColumnKernel k = scalar_column_kernel(wt);
+  return {k, k ? "scalar" : nullptr};
 }
 
 // Types without a kernel of their own: dequantize a few weight rows to f32 and run the f32
@@ -343,7 +347,7 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
   if (M == 0) return;
   const Simd path = simd();
   const bool avx2 = path >= Simd::avx2;
-  ColumnKernel f32 = column_kernel(path, DType::F32);
+  ColumnKernel f32 = column_kernel(path, DType::F32).run;
 
   // x converted once per activation format the weights ask for (rarely more than one).
   struct Converted {
@@ -376,7 +380,7 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
   for (const Product& p : products) {
     if (p.N == 0) continue;
     const Act& act = activations(activation_dtype(p.wt));
-    ColumnKernel kernel = column_kernel(path, p.wt);
+    ColumnKernel kernel = column_kernel(path, p.wt).run;
     int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, M * K));
     if (M < 4) grain = std::max(grain, (p.N + 2 * num_threads() - 1) / (2 * num_threads()));
     grain = (grain + 11) / 12 * 12;
@@ -393,6 +397,14 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
         dequantizing_columns(f32, t.p->wt, *t.act, w, w_stride, t.p->y + t.n0, t.p->N, t.n1 - t.n0);
     }
   });
+}
+
+std::string matmul_kernel_name(DType wt) {
+  if (!dtype_supported(wt))
+    throw std::invalid_argument("matmul_wt: weights of type " + std::string(info(wt).name) + " are not supported");
+  const Simd path = simd();
+  if (const NamedKernel k = column_kernel(path, wt); k.run) return k.name;
+  return std::string("dequantize to f32, ") + column_kernel(path, DType::F32).name;
 }
 
 void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {

@@ -39,6 +39,8 @@ namespace {
 struct Isa {
   // 4 rows × 2 columns: 8 accumulators, 2 + 2 weight registers, x and constants fill the 16.
   static constexpr int kQ8Columns = 2;
+  static constexpr const char* kQ8Name = "avx2 maddubs 4x2";  // the Q4_0/Q5_0/Q8_0 tile
+  static constexpr const char* kKName = "avx2 maddubs 4x1";   // the K-quant tile
   struct Row {
     __m256i x;
     __m256i offset_pairs;  // Q4_0/Q5_0: kOffset·(x[2i] + x[2i+1]) in int16 lane i
@@ -144,14 +146,14 @@ struct FloatTile {
 
 }  // namespace
 
-ColumnKernel avx2_column_kernel(DType wt) {
+NamedKernel avx2_column_kernel(DType wt) {
   switch (wt) {
     case DType::F32:
-      return columns<FloatTile<F32W>, 4, 3>;
+      return {columns<FloatTile<F32W>, 4, 3>, "avx2 fma 4x3"};
     case DType::F16:
-      return columns<FloatTile<F16W>, 4, 3>;
+      return {columns<FloatTile<F16W>, 4, 3>, "avx2 f16c+fma 4x3"};
     case DType::BF16:
-      return columns<FloatTile<BF16W>, 4, 3>;
+      return {columns<FloatTile<BF16W>, 4, 3>, "avx2 fma 4x3"};
     default:
       return quantized_column_kernel(wt);
   }

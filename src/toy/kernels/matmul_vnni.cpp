@@ -48,6 +48,8 @@ struct Isa {
   // 4 rows × 4 columns: 16 accumulators and 4 + 4 weight registers fit the 32 of AVX-512, and
   // each row of x serves 4 weight rows (prompts ~10% faster than 4 × 2 on a Zen 4).
   static constexpr int kQ8Columns = 4;
+  static constexpr const char* kQ8Name = "avx512vnni vpdpbusd 4x4";  // the Q4_0/Q5_0/Q8_0 tile
+  static constexpr const char* kKName = "avx512vnni vpdpwssd 4x1";   // the K-quant tile
   struct Row {
     __m256i x;
     __m256i minus_offset_sums;  // −off·(x[4l] + … + x[4l+3]) in int32 lane l
@@ -146,8 +148,9 @@ struct BF16DotTile {
 
 // 4 rows × 6 weight rows: 24 accumulators, 6 weight registers and a row of x fill the 32
 // (column units come in multiples of 12).
-ColumnKernel vnni_column_kernel(DType wt) {
-  if (wt == DType::BF16) return cpu_has_avx512bf16() ? columns<BF16DotTile, 4, 6> : nullptr;
+NamedKernel vnni_column_kernel(DType wt) {
+  if (wt == DType::BF16)
+    return cpu_has_avx512bf16() ? NamedKernel{columns<BF16DotTile, 4, 6>, "avx512bf16 vdpbf16ps 4x6"} : NamedKernel{};
   return quantized_column_kernel(wt);
 }
 
