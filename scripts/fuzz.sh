@@ -2,12 +2,14 @@
 # scripts/fuzz.sh TARGET|all SECONDS — builds the libFuzzer targets (in $TOY_FUZZ_BUILD, default
 # build-fuzz/: clang, the code under test instrumented and checked by ASan + UBSan) and runs each
 # for SECONDS with its seeds, dictionary and input size limit, printing libFuzzer's final coverage
-# line (cov: edges, ft: features). A crash stops the run: the input is saved under
-# <build>/artifacts/ and the script exits non-zero. Targets: gguf tokenizer jinja http_request
+# line (cov: edges, ft: features). The targets run side by side, one a core. A crash stops its
+# target: the input is saved under <build>/artifacts/, and the script exits non-zero once the
+# others have run. Targets: gguf tokenizer jinja http_request
 # (docs/fuzzing.md). scripts/test.sh points TOY_FUZZ_BUILD at its sanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ALL="gguf tokenizer jinja http_request"
+pids=()
 if [ $# -ne 2 ] || ! [[ "$2" =~ ^[0-9]+$ ]] || { [ "$1" != all ] && ! [[ " $ALL " == *" $1 "* ]]; }; then
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS   (TARGET: ${ALL// /, })" >&2
   exit 2
@@ -29,30 +31,43 @@ cmake --build "$B" -j "$(nproc)" --target toy_fuzz_seeds $(for t in $TARGETS; do
 mkdir -p "$B/seeds/jinja" "$B/seeds/http_request" "$B/artifacts"
 cp "$FIXTURES"/chat-templates/*.jinja "$B/seeds/jinja/" 2>/dev/null || true
 
-for t in $TARGETS; do
+# One target a core at a time (each fuzzer is one process; the 2-core CI runs its four in two
+# rounds of SECONDS instead of four); the results print in the order of $TARGETS.
+fuzz_one() {
+  local t="$1" max_len dict
   case "$t" in
     gguf) max_len=65536 dict=fuzz/gguf.dict ;;
     tokenizer) max_len=4096 dict="" ;;
     jinja) max_len=16384 dict=fuzz/jinja.dict ;;
     http_request) max_len=8192 dict=fuzz/http_request.dict ;;
   esac
-  corpus="$B/corpus/$t"  # grows with what the fuzzer finds; kept between runs
+  local corpus="$B/corpus/$t"  # grows with what the fuzzer finds; kept between runs
   mkdir -p "$corpus"
-  committed=""; [ -d "fuzz/corpus/$t" ] && committed="fuzz/corpus/$t"
-  echo "== fuzz_$t: ${SECONDS_EACH}s =="
-  set +e
-  TIMEFORMAT="fuzz_$t: %U s user + %S s system CPU, %R s wall"  # on a shared machine CPU time is what ran
+  local committed=""; [ -d "fuzz/corpus/$t" ] && committed="fuzz/corpus/$t"
+  local TIMEFORMAT="fuzz_$t: %U s user + %S s system CPU, %R s wall"  # on a shared machine CPU time is what ran
   { time "$B/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" -max_len="$max_len" ${dict:+-dict=$dict} \
     -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$B/artifacts/$t-" -print_final_stats=1 \
     "$corpus" "$B/seeds/$t" $committed >"$B/fuzz_$t.log" 2>&1; } 2>"$B/fuzz_$t.time"
-  rc=$?
-  set -e
+}
+for t in $TARGETS; do
+  while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
+  fuzz_one "$t" &
+  pids+=("$!")
+done
+failed=""
+i=0
+for t in $TARGETS; do
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  i=$((i + 1))
+  echo "== fuzz_$t: ${SECONDS_EACH}s =="
   grep -E '^#[0-9]+.*(DONE|cov:)' "$B/fuzz_$t.log" | tail -1
   grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$B/fuzz_$t.log" | tr -s ' \n' ' ' && echo
   cat "$B/fuzz_$t.time"
   if [ $rc -ne 0 ]; then
     tail -60 "$B/fuzz_$t.log"
     echo "fuzz_$t failed (exit $rc); the input is in $B/artifacts/, the log in $B/fuzz_$t.log" >&2
-    exit 1
+    failed=1
   fi
 done
+[ -z "$failed" ]
