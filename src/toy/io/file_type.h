@@ -77,8 +77,9 @@ struct QuantizeStep {
 // llama-quantize's job: writes `in` as file type `ft` to `out` (by write_output_file's rules):
 // every key of `in` (general.file_type set to ft's, general.quantization_version 2 as llama.cpp
 // writes it), every tensor as to_file_dtype() converts it, with n_layer from `<arch>.block_count`
-// and n_expert from `<arch>.expert_count`, and a tied output when there is no output.weight. `converted` is called after each tensor is
-// converted, then `bytes` (if given) follows the write (GgufWriter::write).
+// and n_expert from `<arch>.expert_count`, and a tied output when there is no output.weight.
+// `converted` is called after each tensor is converted, then `bytes` (if given) follows the write
+// (GgufWriter::write).
 // Throws GgufError for a tensor toy cannot decode and std::runtime_error on I/O failure.
 void quantize_file(const GgufFile& in, const FileType& ft, const std::string& out,
                    const std::function<void(const QuantizeStep&)>& converted = {}, Progress* bytes = nullptr);
