@@ -10,23 +10,12 @@
 // Also, where the CPU has AVX512_BF16, a 512-bit BF16 kernel with vdpbf16ps (at the end; its
 // own bits, not the AVX2 kernel's).
 
-// GCC 12 warns, inside its own headers, that the undefined source operand of unmasked
-// 512-bit intrinsics (_mm512_undefined_*, self-initialized) is uninitialized (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "toy/kernels/cpu_features.h"
+#include "toy/kernels/immintrin512.h"
 #include "toy/kernels/internal.h"
 
 #define TOY_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
