@@ -347,6 +347,10 @@ NamedKernel column_kernel(Simd path, DType wt) {
   return {k, k ? "scalar" : nullptr};
 }
 
+// The f32 kernel of the types without a kernel of their own: the AVX2 (or scalar) one, which
+// reads the rows of x as they are (not packed in pairs for these types).
+NamedKernel dequantized_kernel(Simd path) { return column_kernel(std::min(path, Simd::avx2), DType::F32); }
+
 // Types without a kernel of their own: dequantize a few weight rows to f32 and run the f32
 // kernel on them (x is f32 for these types).
 void dequantizing_columns(ColumnKernel f32, DType wt, const Act& a, const uint8_t* w, int64_t w_stride, float* y,
@@ -374,7 +378,7 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
   if (M == 0) return;
   const Simd path = simd();
   const bool avx2 = path >= Simd::avx2;
-  ColumnKernel f32 = column_kernel(path, DType::F32).run;
+  ColumnKernel f32 = dequantized_kernel(path).run;
 
   // x converted once per activation format the weights ask for (rarely more than one), and for
   // a prompt (M ≥ 4) packed in pairs of rows once where a kernel reads them (row_pairs).
@@ -449,7 +453,7 @@ std::string matmul_kernel_name(DType wt) {
     throw std::invalid_argument("matmul_wt: weights of type " + std::string(info(wt).name) + " are not supported");
   const Simd path = simd();
   if (const NamedKernel k = column_kernel(path, wt); k.run) return k.name;
-  return std::string("dequantize to f32, ") + column_kernel(path, DType::F32).name;
+  return std::string("dequantize to f32, ") + dequantized_kernel(path).name;
 }
 
 std::string float_tile_choice() {
