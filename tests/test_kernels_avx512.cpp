@@ -1,6 +1,8 @@
 // tests/test_kernels_avx512.cpp — the 512-bit F32/F16/BF16 prompt tiles (kernels/matmul_avx512.cpp)
 // give the AVX2 kernel's bits: natively on a CPU with AVX-512, and everywhere (with AVX2) on the
-// same source compiled against SIMDe's portable AVX-512 (tests/avx512_emulated.cpp).
+// same source compiled against SIMDe's portable AVX-512 (tests/avx512_emulated.cpp); and so do the
+// VNNI quantized tiles (kernels/matmul_vnni.cpp, emulated by tests/vnni_emulated.cpp), which
+// KernelMatmul.VnniPathIsBitIdenticalToAvx2 checks natively.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +22,7 @@ using namespace toy::kernels;
 namespace toy::kernels::detail::emulated {  // tests/avx512_emulated.cpp
 NamedKernel avx512_float_column_kernel(DType wt);
 void pack_row_pairs(const Act& a, float* out, int64_t p0, int64_t p1);
+NamedKernel vnni_column_kernel(DType wt);  // tests/vnni_emulated.cpp
 }  // namespace toy::kernels::detail::emulated
 #endif
 
@@ -136,4 +139,47 @@ TEST(KernelMatmul, Avx512FloatTileIsBitIdenticalToAvx2) {
           ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
               << name(t) << " M " << M << " N " << N << " K " << K;
         }
+}
+
+// The VNNI quantized tiles under emulation against the AVX2 ones, bit for bit, on the activations
+// matmul_wt makes (Q8_0 rows with block-major scales; Q8_K rows): full 4×4 / 4×1 tiles, partial
+// ones and decode rows, 1–6 blocks.
+TEST(KernelMatmul, VnniTilesAreBitIdenticalToAvx2Emulated) {
+#if !defined(TOY_HAVE_SIMDE)
+  GTEST_SKIP() << "SIMDe's headers (Debian's libsimde-dev, installed by scripts/setup.sh) were not found at "
+                  "configure time: the emulated VNNI tiles are not built";
+#else
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C: no AVX2 kernel to compare with";
+  using detail::Act;
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (int64_t blocks : {1, 3, 6})
+      for (int64_t M : {1, 3, 4, 5, 17})
+        for (int64_t N : {1, 3, 5, 13}) {
+          const int64_t K = blocks * info(t).block_size;
+          const std::vector<float> x = test::randn(size_t(M * K), uint32_t(1000 * M + 10 * N + K));
+          const std::vector<float> wf = test::randn(size_t(N * K), uint32_t(K + N));
+          std::vector<uint8_t> w(size_t(N * row_bytes(t, K)));
+          quantize(t, wf.data(), w.data(), N * K);
+          std::vector<uint8_t> xq;
+          std::vector<float> scales(size_t(M * (K / 32)));
+          Act a{nullptr, 0, M, K};
+          if (activation_dtype(t) == DType::Q8_0) {
+            xq.resize(size_t(M * K));
+            for (int64_t m = 0; m < M; ++m)
+              detail::avx2_quantize_q8_0(x.data() + m * K, reinterpret_cast<int8_t*>(xq.data() + m * K),
+                                         scales.data() + m, M, K);
+            a = Act{xq.data(), K, M, K, scales.data()};
+          } else {
+            const int64_t stride = row_bytes(DType::Q8_K, K);
+            xq.resize(size_t(M * stride));
+            for (int64_t m = 0; m < M; ++m) quantize(DType::Q8_K, x.data() + m * K, xq.data() + m * stride, K);
+            a = Act{xq.data(), stride, M, K};
+          }
+          std::vector<float> want(size_t(M * N)), got(size_t(M * N), NAN);
+          detail::avx2_column_kernel(t).run(a, w.data(), row_bytes(t, K), want.data(), N, N);
+          detail::emulated::vnni_column_kernel(t).run(a, w.data(), row_bytes(t, K), got.data(), N, N);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+              << name(t) << " M " << M << " N " << N << " K " << K;
+        }
+#endif
 }
