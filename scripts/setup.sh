@@ -11,7 +11,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libcurl4-openssl-dev
           zlib1g-dev libpng-dev dataset-fashion-mnist  # IDX .gz and PNG images; toy train vit's data
           libopenmpi-dev openmpi-bin  # training over several processes (mpirun; docs/distributed.md)
-          python3-jsonschema clang libclang-rt-14-dev clang-format)  # tests: events schema; sanitizer build, format check
+          python3-jsonschema clang libclang-rt-14-dev clang-format  # tests: events schema; sanitizer build, format check
+          libsimde-dev)  # tests: the AVX-512 float tiles emulated on CPUs without AVX-512 (header-only)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -145,6 +145,7 @@ TEST(LlamaCppHabits, EnvironmentVariablesAreChecked) {
                                                                                     {"TOY_THREADS", "0"},
                                                                                     {"TOY_THREADS", "4x"},
                                                                                     {"TOY_SIMD", "avx9"},
+                                                                                    {"TOY_FLOAT_TILE", "zmm"},
                                                                                     {"TOY_DEFAULT_MODEL", ""},
                                                                                     {"HF_ENDPOINT", "huggingface.co"},
                                                                                     {"TOY_GRAD_BUCKET", "1e6"},

@@ -312,6 +312,8 @@ TEST(CliBench, JsonReportsTheSimdPathAndKernels) {
     EXPECT_EQ(j["isa"]["TOY_SIMD"], path);
     EXPECT_EQ(j["isa"]["level"], path == "scalar" ? "scalar" : "avx2+fma+f16c");
     EXPECT_EQ(j["isa"]["cpu"], toy::kernels::cpu_simd_features());
+    EXPECT_EQ(j["isa"]["float_tile"], "avx2: the avx512vnni path is not in use");
+    EXPECT_TRUE(j["isa"]["TOY_FLOAT_TILE"].is_null());
     EXPECT_EQ(j["kernels"], json({{"F32", kernel}})) << r.out;
     EXPECT_GT(j["tg128"].get<double>(), 0);
     EXPECT_GT(j["roofline_fraction"].get<double>(), 0);

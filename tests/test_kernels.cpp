@@ -211,10 +211,13 @@ TEST(KernelMatmul, KernelNamesFollowThePath) {
   }
   if (cpu_has_avx512vnni()) {
     set_simd(Simd::avx512vnni);
+    const FloatTile tile = float_tile();
+    set_float_tile(FloatTile::avx2);  // the 512-bit float tile's names: test_kernels_avx512.cpp
     EXPECT_EQ(matmul_kernel_name(DType::F32), "avx2 fma 4x3");
     EXPECT_EQ(matmul_kernel_name(DType::Q8_0), "avx512vnni vpdpbusd 4x4");
     EXPECT_EQ(matmul_kernel_name(DType::Q4_K), "avx512vnni vpdpwssd 4x1");
     EXPECT_EQ(matmul_kernel_name(DType::BF16), cpu_has_avx512bf16() ? "avx512bf16 vdpbf16ps 4x6" : "avx2 fma 4x3");
+    set_float_tile(tile);
   }
   EXPECT_THROW(matmul_kernel_name(DType::Q2_K), std::invalid_argument);
 }

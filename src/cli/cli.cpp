@@ -268,6 +268,9 @@ void check_environment() {
   if (auto v = value("TOY_SIMD"); v && *v != "scalar" && *v != "avx2" && *v != "avx512vnni")
     throw UsageError("TOY_SIMD='" + *v +
                      "': expected scalar, avx2 or avx512vnni (or unset it for the best the CPU has)");
+  if (auto v = value("TOY_FLOAT_TILE"); v && *v != "avx2" && *v != "avx512")
+    throw UsageError("TOY_FLOAT_TILE='" + *v +
+                     "': expected avx2 or avx512 (or unset it: the kernels time both at first use)");
   if (auto v = value("TOY_DEFAULT_MODEL"); v && v->empty())
     throw UsageError("TOY_DEFAULT_MODEL is set but empty: set it to a GGUF file, or unset it");
   if (auto v = value("HF_ENDPOINT"); v && v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)

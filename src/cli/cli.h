@@ -92,8 +92,8 @@ const Command* find_command(const std::string& name);
 // (at most a third of the word's letters, and at least one, differ); "" otherwise.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
-// Checks the environment variables toy reads (TOY_THREADS, TOY_SIMD, TOY_DEFAULT_MODEL,
-// HF_ENDPOINT): a value that would be ignored or misread is a UsageError naming the variable.
+// Checks the environment variables toy reads (TOY_THREADS, TOY_SIMD, TOY_FLOAT_TILE,
+// TOY_DEFAULT_MODEL, HF_ENDPOINT): a value that would be ignored or misread is a UsageError naming the variable.
 void check_environment();
 std::string manifest_json();
 

@@ -5,7 +5,8 @@
 // spread (min–max). Generation reads every weight once per token, so its ceiling is
 // bandwidth ÷ bytes of weights per token: the roofline fraction says how close toy gets.
 // Peak resident memory is measured after generation, before the prompt runs. The report names
-// the SIMD path in use (TOY_SIMD caps it) and the matmul kernel each weight dtype of the model takes.
+// the SIMD path in use (TOY_SIMD caps it), how the F32/F16/BF16 prompt tile was chosen (TOY_FLOAT_TILE)
+// and the matmul kernel each weight dtype of the model takes.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -143,10 +144,15 @@ int run(const Args& a) {
     j["peak_rss_mib"] = gen_rss_mib;
     j["file_mib"] = double(file->file_size()) / (1 << 20);
     j["kv_cache_mib"] = kv_mib;
-    const char* toy_simd = std::getenv("TOY_SIMD");
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+    };
     j["isa"] = {{"cpu", kernels::cpu_simd_features()},
                 {"level", kernels::simd_level()},
-                {"TOY_SIMD", toy_simd ? nlohmann::ordered_json(toy_simd) : nlohmann::ordered_json(nullptr)}};
+                {"TOY_SIMD", env("TOY_SIMD")},
+                {"float_tile", kernels::float_tile_choice()},
+                {"TOY_FLOAT_TILE", env("TOY_FLOAT_TILE")}};
     j["kernels"] = kernel_of_dtype;
     std::printf("%s\n", j.dump(2).c_str());
     return kOk;
@@ -160,7 +166,8 @@ int run(const Args& a) {
   std::printf("%s  (%s, %.1f MiB, %d threads, median of %d)\n", path.c_str(), c.arch.c_str(),
               double(file->file_size()) / (1 << 20), kernels::num_threads(), reps);
   std::printf("  load   %9.3f s\n", load_s);
-  std::printf("  SIMD   %s (CPU: %s)\n", kernels::simd_level().c_str(), kernels::cpu_simd_features().c_str());
+  std::printf("  SIMD   %s (CPU: %s; float tile %s)\n", kernels::simd_level().c_str(),
+              kernels::cpu_simd_features().c_str(), kernels::float_tile_choice().c_str());
   for (const auto& [dtype, kernel] : kernel_of_dtype) std::printf("  %-6s %s\n", dtype.c_str(), kernel.c_str());
   line("pp128", pp128);
   line("pp512", pp512);

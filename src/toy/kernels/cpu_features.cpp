@@ -1,4 +1,4 @@
-// kernels/cpu_features.cpp — run-time SIMD detection and the TOY_SIMD override.
+// kernels/cpu_features.cpp — run-time SIMD detection and the TOY_SIMD and TOY_FLOAT_TILE overrides.
 #include "toy/kernels/cpu_features.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,6 +29,18 @@ Simd initial_simd() {
 std::atomic<Simd>& active() {
   static std::atomic<Simd> s{initial_simd()};
   return s;
+}
+
+FloatTile initial_float_tile() {
+  const char* env = std::getenv("TOY_FLOAT_TILE");
+  if (env && std::strcmp(env, "avx2") == 0) return FloatTile::avx2;
+  if (env && std::strcmp(env, "avx512") == 0) return FloatTile::avx512;
+  return FloatTile::calibrate;
+}
+
+std::atomic<FloatTile>& active_float_tile() {
+  static std::atomic<FloatTile> t{initial_float_tile()};
+  return t;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -95,6 +107,10 @@ void set_simd(Simd s) {
     throw std::invalid_argument("set_simd: this CPU (or OS) lacks AVX512F/BW/VL/VNNI");
   active().store(s, std::memory_order_relaxed);
 }
+
+FloatTile float_tile() { return active_float_tile().load(std::memory_order_relaxed); }
+
+void set_float_tile(FloatTile t) { active_float_tile().store(t, std::memory_order_relaxed); }
 
 std::string simd_level() {
   switch (simd()) {

@@ -26,4 +26,14 @@ std::string simd_level();  // "avx512vnni+avx2+fma+f16c", "avx2+fma+f16c" or "sc
 // "avx2 fma f16c", then "avx512f avx512bw avx512vl avx512vnni" and "avx512bf16" where present.
 std::string cpu_simd_features();
 
+// The tile of the F32/F16/BF16 prompt products (M ≥ 4) on the avx512vnni path, where the CPU has
+// both: the AVX2 one (4 rows × 3 weight rows of 256-bit vectors) or the 512-bit one (8 × 6), with
+// the same bits either way. `calibrate` (the default) times both at the first use of each dtype
+// (matmul.cpp); `avx2` and `avx512` choose. TOY_FLOAT_TILE=avx2 or avx512 in the environment (read
+// once, at first use) or set_float_tile sets it. BF16 on a CPU with AVX512_BF16 takes vdpbf16ps
+// whatever this says.
+enum class FloatTile { calibrate, avx2, avx512 };
+FloatTile float_tile();
+void set_float_tile(FloatTile t);
+
 }  // namespace toy::kernels

@@ -3,7 +3,7 @@
 // matmul_wt runs in two steps: the activations x are converted once to
 // activation_dtype(wt) (matmul.cpp), then a column kernel computes y[:, n0:n1) from the
 // weight rows n0..n1 (scalar kernels in matmul.cpp, AVX2 ones in matmul_avx2.cpp, AVX-512 VNNI
-// ones in matmul_vnni.cpp).
+// ones in matmul_vnni.cpp, the 512-bit F32/F16/BF16 prompt tiles in matmul_avx512.cpp).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,10 @@ struct Act {
   int64_t stride;
   int64_t M, K;
   const float* scales = nullptr;  // Q8_0 only
+  // f32 rows packed for matmul_avx512.cpp's tiles (set only for them, and only for M ≥ 4): pair p
+  // of rows 2p, 2p+1 at pairs[p·2·K8 …], K8 = K rounded down to a multiple of 8; block b of the
+  // pair is row 2p's values 8b..8b+7, then row 2p+1's (zeros past an odd M).
+  const float* pairs = nullptr;
   const uint8_t* row(int64_t m) const { return static_cast<const uint8_t*>(data) + m * stride; }
   float scale(int64_t m, int64_t b) const { return scales[b * M + m]; }
 };
@@ -36,6 +40,7 @@ using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, 
 struct NamedKernel {
   ColumnKernel run = nullptr;
   const char* name = nullptr;
+  bool row_pairs = false;  // reads Act::pairs for M ≥ 4 (pack_row_pairs)
 };
 
 // AVX2 column kernel for weights of type wt (null for types without one). The F32 kernel also
@@ -45,6 +50,14 @@ NamedKernel avx2_column_kernel(DType wt);
 // for BF16 where the CPU has AVX512_BF16 (vdpbf16ps: other bits than the AVX2 kernel's); null
 // for the others, which take the AVX2 kernel.
 NamedKernel vnni_column_kernel(DType wt);
+// The 512-bit prompt tile (8 rows of x × 6 weight rows) for F32/F16/BF16 weights, with the AVX2
+// kernel's bits (null for other types); it reads Act::pairs, and without them (decode) runs the
+// AVX2 kernel.
+NamedKernel avx512_float_column_kernel(DType wt);
+// Packs pairs [p0, p1) of the rows of a (f32) into out as Act::pairs lays them out.
+void pack_row_pairs(const Act& a, float* out, int64_t p0, int64_t p1);
+// The AVX2 kernel's time over the 512-bit tile's on a small product in the L2 cache (a few ms).
+double float_tile_speedup(DType wt);
 // out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
 void avx2_round_to_f16(const float* x, float* out, int64_t n);
 // x[0, K) as Q8_0 activations: the values to q, block b's scale to d[b·d_stride]; the same

@@ -47,6 +47,12 @@ DType activation_dtype(DType wt);
 // (`toy bench --json`); throws std::invalid_argument for a type matmul_wt does not support.
 std::string matmul_kernel_name(DType wt);
 
+// How the F32/F16/BF16 prompt tile was chosen (float_tile() in cpu_features.h), for reports:
+// "avx2: the avx512vnni path is not in use", "avx2: set" or "avx512: set" (TOY_FLOAT_TILE or
+// set_float_tile), or "calibrated: F32 avx512 1.52x, F16 avx2 0.97x" — each dtype timed so far
+// (at its first use, or its matmul_kernel_name) with the AVX2 tile's time over the 512-bit one's.
+std::string float_tile_choice();
+
 // C[M, N] = op(A) · op(B) (+ C when accumulate), all f32 row-major.
 // op(A) is A[M, K] or, with trans_a, Aᵀ for A[K, M]; op(B) is B[K, N] or, with trans_b, Bᵀ for B[N, K].
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,

@@ -11,11 +11,14 @@
 // order fixed by its kernel (below and in matmul_avx2.cpp), so results do not depend on the
 // thread count. The scalar and AVX2 kernels sum F32 and the quantized types in different orders
 // (f32 results differ in the last bits; F16/BF16 products are exact, so those agree), and both
-// are checked against reference.cpp; the AVX-512 VNNI kernels (matmul_vnni.cpp) give the bits of
-// the AVX2 ones, except BF16 with vdpbf16ps.
+// are checked against reference.cpp; the AVX-512 VNNI kernels (matmul_vnni.cpp) and the 512-bit
+// float tiles (matmul_avx512.cpp) give the bits of the AVX2 ones, except BF16 with vdpbf16ps.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -309,16 +312,44 @@ ColumnKernel scalar_column_kernel(DType wt) {
   }
 }
 
+// The 512-bit float tile's calibration (detail::float_tile_speedup), once per process and dtype.
+// It is kept where it is clearly faster: the two tiles give the same bits, and on a CPU that
+// splits 512-bit FMAs (Zen 4) they run at about the same speed.
+constexpr double kAvx512TileMinSpeedup = 1.1;
+struct Calibration {
+  DType wt;
+  std::once_flag once;
+  std::atomic<double> speedup{0};  // 0 until timed
+};
+Calibration calibrations[] = {{DType::F32, {}, {}}, {DType::F16, {}, {}}, {DType::BF16, {}, {}}};
+
+bool avx512_float_tile(DType wt) {
+  if (float_tile() != FloatTile::calibrate) return float_tile() == FloatTile::avx512;
+  for (Calibration& c : calibrations)
+    if (c.wt == wt) {
+      std::call_once(c.once, [&c] { c.speedup = detail::float_tile_speedup(c.wt); });
+      return c.speedup >= kAvx512TileMinSpeedup;
+    }
+  return false;
+}
+
 // The kernel of the SIMD path for weights of type wt: the VNNI path has kernels for the
-// quantized types (the AVX2 kernels' bits) and, with AVX512_BF16, for BF16 (its own bits); the
-// other types take the AVX2 ones.
+// quantized types (the AVX2 kernels' bits), with AVX512_BF16 for BF16 (its own bits), and the
+// 512-bit F32/F16/BF16 prompt tile where chosen (the AVX2 kernels' bits); the other types take
+// the AVX2 ones.
 NamedKernel column_kernel(Simd path, DType wt) {
-  if (path == Simd::avx512vnni)
+  if (path == Simd::avx512vnni) {
     if (NamedKernel k = detail::vnni_column_kernel(wt); k.run) return k;
+    if (NamedKernel k = detail::avx512_float_column_kernel(wt); k.run && avx512_float_tile(wt)) return k;
+  }
   if (path >= Simd::avx2) return detail::avx2_column_kernel(wt);
   const ColumnKernel k = scalar_column_kernel(wt);
   return {k, k ? "scalar" : nullptr};
 }
+
+// The f32 kernel of the types without a kernel of their own: the AVX2 (or scalar) one, which
+// reads the rows of x as they are (not packed in pairs for these types).
+NamedKernel dequantized_kernel(Simd path) { return column_kernel(std::min(path, Simd::avx2), DType::F32); }
 
 // Types without a kernel of their own: dequantize a few weight rows to f32 and run the f32
 // kernel on them (x is f32 for these types).
@@ -347,28 +378,46 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
   if (M == 0) return;
   const Simd path = simd();
   const bool avx2 = path >= Simd::avx2;
-  ColumnKernel f32 = column_kernel(path, DType::F32).run;
+  ColumnKernel f32 = dequantized_kernel(path).run;
 
-  // x converted once per activation format the weights ask for (rarely more than one).
+  // x converted once per activation format the weights ask for (rarely more than one), and for
+  // a prompt (M ≥ 4) packed in pairs of rows once where a kernel reads them (row_pairs).
   struct Converted {
     DType at;
     Act act;
+    Act paired;  // act with its pairs, once packed
   };
   thread_local std::vector<std::vector<uint8_t>> act_bufs;
+  thread_local std::vector<std::vector<float>> pair_bufs;
   std::vector<Converted> converted;
   converted.reserve(products.size());  // units point into it
-  auto activations = [&](DType at) -> const Act& {
-    for (const Converted& c : converted)
-      if (c.at == at) return c.act;
-    if (act_bufs.size() <= converted.size()) act_bufs.resize(converted.size() + 1);
-    converted.push_back({at, convert_activations(x, at, M, K, avx2, act_bufs[converted.size()])});
-    return converted.back().act;
+  auto activations = [&](DType at, bool row_pairs) -> const Act& {
+    Converted* c = nullptr;
+    for (Converted& d : converted)
+      if (d.at == at) c = &d;
+    if (!c) {
+      if (act_bufs.size() <= converted.size()) act_bufs.resize(converted.size() + 1);
+      const Act act = convert_activations(x, at, M, K, avx2, act_bufs[converted.size()]);
+      c = &converted.emplace_back(Converted{at, act, act});
+    }
+    if (!row_pairs || M < 4) return c->act;
+    if (!c->paired.pairs) {
+      const size_t i = size_t(c - converted.data());
+      if (pair_bufs.size() <= i) pair_bufs.resize(i + 1);
+      std::vector<float>& buf = pair_bufs[i];
+      const int64_t pairs = (M + 1) / 2;
+      buf.resize(size_t(pairs * 2 * (K / 8 * 8)));
+      parallel_for(pairs, std::max<int64_t>(1, 8192 / std::max<int64_t>(K, 1)),
+                   [&](int64_t p0, int64_t p1) { detail::pack_row_pairs(c->act, buf.data(), p0, p1); });
+      c->paired.pairs = buf.data();
+    }
+    return c->paired;
   };
 
   // Work units: runs of columns of one product. At least ~32k multiply-adds each (smaller
   // products stay on the calling thread). A decode step (M < 4) reads the weights once, so a
   // product takes 2 long runs per thread: long sequential streams for the prefetcher. Multiples
-  // of 12 columns keep the prompt tiles (2 or 3 columns wide) full.
+  // of 12 columns keep the prompt tiles (2, 3, 4 or 6 columns wide) full.
   struct Unit {
     const Product* p;
     const Act* act;
@@ -379,12 +428,12 @@ void matmul_wt_many(const float* x, std::span<const Product> products, int64_t M
   units.reserve(products.size() * 2 * size_t(num_threads()));  // a decode step's, in one allocation
   for (const Product& p : products) {
     if (p.N == 0) continue;
-    const Act& act = activations(activation_dtype(p.wt));
-    ColumnKernel kernel = column_kernel(path, p.wt).run;
+    const NamedKernel kernel = column_kernel(path, p.wt);
+    const Act& act = activations(activation_dtype(p.wt), kernel.row_pairs);
     int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, M * K));
     if (M < 4) grain = std::max(grain, (p.N + 2 * num_threads() - 1) / (2 * num_threads()));
     grain = (grain + 11) / 12 * 12;
-    for (int64_t n0 = 0; n0 < p.N; n0 += grain) units.push_back({&p, &act, kernel, n0, std::min(p.N, n0 + grain)});
+    for (int64_t n0 = 0; n0 < p.N; n0 += grain) units.push_back({&p, &act, kernel.run, n0, std::min(p.N, n0 + grain)});
   }
   parallel_for(int64_t(units.size()), 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
@@ -404,7 +453,21 @@ std::string matmul_kernel_name(DType wt) {
     throw std::invalid_argument("matmul_wt: weights of type " + std::string(info(wt).name) + " are not supported");
   const Simd path = simd();
   if (const NamedKernel k = column_kernel(path, wt); k.run) return k.name;
-  return std::string("dequantize to f32, ") + column_kernel(path, DType::F32).name;
+  return std::string("dequantize to f32, ") + dequantized_kernel(path).name;
+}
+
+std::string float_tile_choice() {
+  if (simd() != Simd::avx512vnni) return "avx2: the avx512vnni path is not in use";
+  if (float_tile() != FloatTile::calibrate) return float_tile() == FloatTile::avx512 ? "avx512: set" : "avx2: set";
+  std::string s = "calibrated:";
+  for (const Calibration& c : calibrations)
+    if (const double speedup = c.speedup; speedup > 0) {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, " %.2fx,", speedup);
+      s += " " + std::string(name(c.wt)) + (speedup >= kAvx512TileMinSpeedup ? " avx512" : " avx2") + ratio;
+    }
+  if (s.back() == ',') s.pop_back();
+  return s == "calibrated:" ? "calibrated at first use (no F32/F16/BF16 product yet)" : s;
 }
 
 void matmul_wt(const float* x, const void* w, DType wt, float* y, int64_t M, int64_t N, int64_t K) {

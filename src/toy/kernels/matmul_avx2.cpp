@@ -8,7 +8,7 @@
 // (and unpacked) once per tile and used for all R rows. The per-element arithmetic is the
 // same in every tile shape, so an output element does not depend on M, n or the chunking:
 //   F32/F16/BF16: 8 f32 lanes, lane l accumulates x[k]·w[k] for k ≡ l (mod 8) with FMA; the
-//     lanes are summed as ggml's hsum_float_8 and the K mod 8 tail is added in order. This is
+//     lanes are summed as ggml's hsum_float_8 and the K mod 8 tail is added in order by FMA. This is
 //     the order of llama.cpp's tinyBLAS (llamafile_sgemm) kernels for these types.
 //   Q4_0/Q5_0/Q8_0 × Q8_0: per block, 8 int32 lanes of exact 4-product sums (maddubs, madd);
 //     lane l accumulates (d_w·d_x)·sum with FMA; hsum at the end — ggml_vec_dot_q8_0_q8_0.
@@ -138,7 +138,9 @@ struct FloatTile {
     for (int r = 0; r < R; ++r) TOY_UNROLL
     for (int c = 0; c < C; ++c) {
       float s = hsum(acc[r][c]);
-      for (int64_t t = k; t < K; ++t) s += W::load1(wr[c] + t) * x[r][t];
+      // The tail by explicit FMA: `s += w·x` is fused or not as the compiler contracts it
+      // (GCC mixed both in one loop), and matmul_avx512.cpp must give these bits.
+      for (int64_t t = k; t < K; ++t) s = __builtin_fmaf(W::load1(wr[c] + t), x[r][t], s);
       y[(m + r) * ldy + c] = s;
     }
   }

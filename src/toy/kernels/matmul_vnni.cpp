@@ -10,18 +10,6 @@
 // Also, where the CPU has AVX512_BF16, a 512-bit BF16 kernel with vdpbf16ps (at the end; its
 // own bits, not the AVX2 kernel's).
 
-// GCC 12 warns, inside its own headers, that the undefined source operand of unmasked
-// 512-bit intrinsics (_mm512_undefined_*, self-initialized) is uninitialized (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -29,9 +17,18 @@
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/internal.h"
 
+#if defined(TOY_AVX512_EMULATED)
+// Compiled again into the tests against SIMDe (tests/vnni_emulated.cpp), for the baseline, in
+// namespace detail::emulated, without the BF16 kernel.
+#define TOY_VNNI
+#define TOY_VNNI_NAMESPACE toy::kernels::detail::emulated
+#else
+#include "toy/kernels/immintrin512.h"
 #define TOY_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define TOY_VNNI_NAMESPACE toy::kernels::detail
+#endif
 
-namespace toy::kernels::detail {
+namespace TOY_VNNI_NAMESPACE {
 namespace {
 
 #define TOY_TARGET TOY_VNNI
@@ -80,6 +77,7 @@ struct Isa {
 
 #include "toy/kernels/matmul_tiles.inc"
 
+#if !defined(TOY_AVX512_EMULATED)
 // ---------------------------------------------------------------------------------------------
 // BF16 weights with AVX512_BF16 (F32 and F16 take the AVX2 kernels: Zen 4 executes a 512-bit
 // FMA as two 256-bit ones, and 16-lane versions of those tiles measured no faster there, F16
@@ -144,14 +142,18 @@ struct BF16DotTile {
   }
 };
 
+#endif  // !TOY_AVX512_EMULATED
+
 }  // namespace
 
 // 4 rows × 6 weight rows: 24 accumulators, 6 weight registers and a row of x fill the 32
 // (column units come in multiples of 12).
 NamedKernel vnni_column_kernel(DType wt) {
+#if !defined(TOY_AVX512_EMULATED)
   if (wt == DType::BF16)
     return cpu_has_avx512bf16() ? NamedKernel{columns<BF16DotTile, 4, 6>, "avx512bf16 vdpbf16ps 4x6"} : NamedKernel{};
+#endif
   return quantized_column_kernel(wt);
 }
 
-}  // namespace toy::kernels::detail
+}  // namespace TOY_VNNI_NAMESPACE
