@@ -366,7 +366,9 @@ TEST(KernelMatmul, BitIdenticalForAnyThreadCountAndBatch) {
   KernelState keep;
   const int64_t M = 17, N = 301;
   for (DType t : kWeightTypes)
-    for (int64_t K : {int64_t(512), int64_t(57)}) {  // 57: the float kernels' masked or scalar tail
+    // 57: the float kernels' masked or scalar tail, and in decode the 8-value steps after the
+    // whole 64-byte lines of the prefetching loop.
+    for (int64_t K : {int64_t(512), int64_t(57)}) {
       if (K % info(t).block_size != 0) continue;
       const auto x = randn(size_t(M * K), 11);
       const auto w = random_weights(t, N, K, 12);

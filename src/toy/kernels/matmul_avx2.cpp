@@ -123,6 +123,19 @@ struct FloatTile {
     for (int r = 0; r < R; ++r) TOY_UNROLL
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t k = 0;
+    if constexpr (R == 1 && C == 1) {
+      // Decode: the weight row comes from DRAM, and the hardware prefetcher alone keeps too few
+      // lines in flight for one stream (see kDecodePrefetchBytes). Steps of one cache line,
+      // each asking for the line kDecodePrefetchBytes ahead; the FMAs are those of the loop
+      // below, in the same order.
+      constexpr int kSteps = 64 / (8 * sizeof(T));  // 8-value steps per 64-byte line
+      for (; k + 8 * kSteps <= K; k += 8 * kSteps) {
+        prefetch_ahead<64>(wr[0] + k);
+        TOY_UNROLL
+        for (int s = 0; s < kSteps; ++s)
+          acc[0][0] = _mm256_fmadd_ps(W::load8(wr[0] + k + 8 * s), _mm256_loadu_ps(x[0] + k + 8 * s), acc[0][0]);
+      }
+    }
     for (; k + 8 <= K; k += 8) {
       __m256 wv[C];
       TOY_UNROLL
