@@ -393,6 +393,32 @@ TEST(KernelMatmul, BitIdenticalForAnyThreadCountAndBatch) {
     }
 }
 
+// The prompt paths with their own data (F16/BF16 x as 16-bit rows, Q4_0/Q5_0 weights unpacked to
+// Q8_0 blocks per call): every row of every prompt shape, full and partial tiles and unpacked row
+// groups, has the bits of that row decoded alone; Q4_0/Q5_0 weights as random blocks reach every
+// value.
+TEST(KernelMatmul, PromptPathsGiveTheDecodeBits) {
+  KernelState keep;
+  for (DType t : {DType::F16, DType::BF16, DType::Q4_0, DType::Q5_0})
+    for (Simd s : paths()) {
+      set_simd(s);
+      for (int64_t K : info(t).block_size == 1 ? std::vector<int64_t>{61, 200} : std::vector<int64_t>{32, 160})
+        for (int64_t M : {4, 7, 13})
+          for (int64_t N : {1, 5, 26}) {
+            const auto x = randn(size_t(M * K), uint32_t(M * 100 + N + K));
+            const uint32_t seed = uint32_t(K + N);
+            const auto w = info(t).block_size == 1 ? random_weights(t, N, K, seed) : random_blocks(t, N, K, seed);
+            const auto y = run_matmul(x, w, t, M, N, K);
+            for (int64_t m = 0; m < M; ++m) {
+              const std::vector<float> xm(x.begin() + m * K, x.begin() + (m + 1) * K);
+              const auto ym = run_matmul(xm, w, t, 1, N, K);
+              ASSERT_EQ(std::memcmp(ym.data(), y.data() + m * N, size_t(N) * 4), 0)
+                  << name(t) << " " << path_name(s) << " M " << M << " N " << N << " K " << K << " row " << m;
+            }
+          }
+    }
+}
+
 TEST(KernelMatmul, ManyProductsEqualOneCallEach) {
   KernelState keep;
   const int64_t K = 512;

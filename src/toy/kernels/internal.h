@@ -6,6 +6,7 @@
 // ones in matmul_vnni.cpp, the 512-bit F32/F16/BF16 prompt tiles in matmul_avx512.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "toy/tensor/quant.h"
@@ -17,11 +18,17 @@ namespace toy::kernels::detail {
 // Q8_0 activations are split for the kernels: a row holds its K int8 values (stride K), and
 // the block scales, as f32, lie block-major in `scales` — block b of row m at scales[b·M + m],
 // so one load gives the scales of neighbouring rows.
+// F16 prompts on the AVX2 path (M ≥ kPromptRows) also get the rounded rows as halves, K apart,
+// in `rows16`: the prompt tiles stream x from L2 for every weight row triple, and halves halve
+// that stream (widening a half to f32 is exact, so the values and the bits are those of the f32
+// rows, which every other kernel reads). BF16 keeps f32 rows: widening a bfloat16 takes two
+// instructions, which cost more than the bytes save (pp512 products measured 15–20% slower).
 struct Act {
   const void* data;
   int64_t stride;
   int64_t M, K;
-  const float* scales = nullptr;  // Q8_0 only
+  const float* scales = nullptr;     // Q8_0 only
+  const uint16_t* rows16 = nullptr;  // F16 prompts on the AVX2 path (above)
   // f32 rows packed for matmul_avx512.cpp's tiles (set only for them, and only for M ≥ 4): pair p
   // of rows 2p, 2p+1 at pairs[p·2·K8 …], K8 = K rounded down to a multiple of 8; block b of the
   // pair is row 2p's values 8b..8b+7, then row 2p+1's (zeros past an odd M).
@@ -37,11 +44,19 @@ using ColumnKernel = void (*)(const Act& x, const uint8_t* w, int64_t w_stride, 
 // A column kernel and its name for reports (matmul_kernel_name, `toy bench --json`): the
 // instruction set, the dot product and the prompt tile, rows of x × weight rows (decode, M < 4,
 // always takes 1 × 1), e.g. "avx2 maddubs 4x2". Given where the kernel is chosen, so the two agree.
+// Products with at least this many rows of x take the prompt tiles (R = 4 rows of x per tile);
+// fewer, the 1 × 1 decode tile.
+constexpr int64_t kPromptRows = 4;
+
 struct NamedKernel {
   ColumnKernel run = nullptr;
   const char* name = nullptr;
   bool row_pairs = false;  // reads Act::pairs for M ≥ 4 (pack_row_pairs)
 };
+
+// A buffer of at least `bytes` for the calling thread's kernels, reused by its next call (the
+// Q4_0/Q5_0 prompt kernels unpack weight rows into it).
+uint8_t* thread_scratch(size_t bytes);
 
 // AVX2 column kernel for weights of type wt (null for types without one). The F32 kernel also
 // serves the types that are dequantized to f32 row by row.
@@ -58,8 +73,9 @@ NamedKernel avx512_float_column_kernel(DType wt);
 void pack_row_pairs(const Act& a, float* out, int64_t p0, int64_t p1);
 // The AVX2 kernel's time over the 512-bit tile's on a small product in the L2 cache (a few ms).
 double float_tile_speedup(DType wt);
-// out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16).
-void avx2_round_to_f16(const float* x, float* out, int64_t n);
+// out[i] = x[i] rounded to the nearest half (F16C; same result as f32_to_fp16), and that half
+// to out16[i] where out16 is not null.
+void avx2_round_to_f16(const float* x, float* out, uint16_t* out16, int64_t n);
 // x[0, K) as Q8_0 activations: the values to q, block b's scale to d[b·d_stride]; the same
 // bits as the portable quantize_row_q8_0_act in matmul.cpp.
 void avx2_quantize_q8_0(const float* x, int8_t* q, float* d, int64_t d_stride, int64_t K);

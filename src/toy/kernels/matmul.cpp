@@ -94,20 +94,26 @@ void quantize_row_q8_0_act(const float* x, int8_t* q, float* d, int64_t d_stride
 // Converts the M rows of x to `at` into buf; returns the view the column kernels read.
 Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx2, std::vector<uint8_t>& buf) {
   if (at == DType::F32) return Act{x, K * 4, M, K};
-  const int64_t stride = at == DType::F16 || at == DType::BF16 ? K * 4 : at == DType::Q8_0 ? K : row_bytes(at, K);
-  const int64_t scales_at = (M * stride + 63) / 64 * 64;  // Q8_0: the f32 block scales follow the rows
-  buf.resize(size_t(scales_at + (at == DType::Q8_0 ? M * (K / QK) * 4 : 0)));
+  const bool half = at == DType::F16 || at == DType::BF16;
+  const int64_t stride = half ? K * 4 : at == DType::Q8_0 ? K : row_bytes(at, K);
+  // Q8_0: the f32 block scales follow the rows; F16 prompts on the AVX2 path: the 16-bit rows.
+  const int64_t tail_at = (M * stride + 63) / 64 * 64;
+  const bool rows16 = at == DType::F16 && avx2 && M >= detail::kPromptRows;
+  const int64_t tail_bytes = at == DType::Q8_0 ? M * (K / QK) * 4 : rows16 ? M * K * 2 : 0;
+  buf.resize(size_t(tail_at + tail_bytes));
   uint8_t* out = buf.data();
-  float* scales = reinterpret_cast<float*>(out + scales_at);
+  float* scales = reinterpret_cast<float*>(out + tail_at);
+  uint16_t* out16 = rows16 ? reinterpret_cast<uint16_t*>(out + tail_at) : nullptr;
   parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(K, 1)), [&](int64_t m0, int64_t m1) {
     for (int64_t m = m0; m < m1; ++m) {
       const float* xm = x + m * K;
       uint8_t* om = out + m * stride;
       float* fm = reinterpret_cast<float*>(om);
+      uint16_t* hm = out16 ? out16 + m * K : nullptr;
       switch (at) {
         case DType::F16:
           if (avx2) {
-            detail::avx2_round_to_f16(xm, fm, K);
+            detail::avx2_round_to_f16(xm, fm, hm, K);
           } else {
             for (int64_t k = 0; k < K; ++k) fm[k] = fp16_to_f32(f32_to_fp16(xm[k]));
           }
@@ -127,8 +133,18 @@ Act convert_activations(const float* x, DType at, int64_t M, int64_t K, bool avx
       }
     }
   });
-  return Act{out, stride, M, K, at == DType::Q8_0 ? scales : nullptr};
+  return Act{out, stride, M, K, at == DType::Q8_0 ? scales : nullptr, out16};
 }
+
+}  // namespace
+
+uint8_t* detail::thread_scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Portable kernels

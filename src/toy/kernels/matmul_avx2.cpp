@@ -106,17 +106,24 @@ struct BF16W {  // bfloat16 is the top half of an f32: widen and shift left by 1
   }
 };
 
-template <class W>
+// X is the format of the rows of x: F32W (the f32 rows) or, for F16 prompts, F16W (Act::rows16).
+template <class W, class X>
 struct FloatTile {
   template <int R, int C>
   TOY_AVX2 static void run(const Act& a, int64_t m, const uint8_t* w, int64_t ws, float* y, int64_t ldy) {
     using T = typename W::T;
+    using XT = typename X::T;
     const int64_t K = a.K;
-    const float* x[R];
+    const XT* x[R];
     const T* wr[C];
     __m256 acc[R][C];
     TOY_UNROLL
-    for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const float*>(a.row(m + r));
+    for (int r = 0; r < R; ++r) {
+      if constexpr (std::is_same_v<X, F32W>)
+        x[r] = reinterpret_cast<const float*>(a.row(m + r));
+      else
+        x[r] = a.rows16 + (m + r) * K;
+    }
     TOY_UNROLL
     for (int c = 0; c < C; ++c) wr[c] = reinterpret_cast<const T*>(w + c * ws);
     TOY_UNROLL
@@ -142,7 +149,7 @@ struct FloatTile {
       for (int c = 0; c < C; ++c) wv[c] = W::load8(wr[c] + k);
       TOY_UNROLL
       for (int r = 0; r < R; ++r) {
-        const __m256 xv = _mm256_loadu_ps(x[r] + k);
+        const __m256 xv = X::load8(x[r] + k);
         TOY_UNROLL
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv[c], xv, acc[r][c]);
       }
@@ -153,32 +160,49 @@ struct FloatTile {
       float s = hsum(acc[r][c]);
       // The tail by explicit FMA: `s += w·x` is fused or not as the compiler contracts it
       // (GCC mixed both in one loop), and matmul_avx512.cpp must give these bits.
-      for (int64_t t = k; t < K; ++t) s = __builtin_fmaf(W::load1(wr[c] + t), x[r][t], s);
+      for (int64_t t = k; t < K; ++t) s = __builtin_fmaf(W::load1(wr[c] + t), X::load1(x[r] + t), s);
       y[(m + r) * ldy + c] = s;
     }
   }
 };
+
+// As columns() in matmul_tiles.inc, except that F16 prompts read x as halves (Act::rows16)
+// where the conversion wrote them (the f32 rows otherwise: the same values, the same bits).
+template <class W>
+TOY_AVX2 void float_columns(const Act& a, const uint8_t* w, int64_t ws, float* y, int64_t ldy, int64_t n) {
+  if (a.M < kPromptRows) return tiled<FloatTile<W, F32W>, 1, 1>(a, w, ws, y, ldy, n);
+  if constexpr (std::is_same_v<W, F16W>)
+    if (a.rows16) return tiled<FloatTile<W, F16W>, 4, 3>(a, w, ws, y, ldy, n);
+  tiled<FloatTile<W, F32W>, 4, 3>(a, w, ws, y, ldy, n);
+}
 
 }  // namespace
 
 NamedKernel avx2_column_kernel(DType wt) {
   switch (wt) {
     case DType::F32:
-      return {columns<FloatTile<F32W>, 4, 3>, "avx2 fma 4x3"};
+      return {float_columns<F32W>, "avx2 fma 4x3"};
     case DType::F16:
-      return {columns<FloatTile<F16W>, 4, 3>, "avx2 f16c+fma 4x3"};
+      return {float_columns<F16W>, "avx2 f16c+fma 4x3"};
     case DType::BF16:
-      return {columns<FloatTile<BF16W>, 4, 3>, "avx2 fma 4x3"};
+      return {float_columns<BF16W>, "avx2 fma 4x3"};
     default:
       return quantized_column_kernel(wt);
   }
 }
 
-TOY_AVX2 void avx2_round_to_f16(const float* x, float* out, int64_t n) {
+TOY_AVX2 void avx2_round_to_f16(const float* x, float* out, uint16_t* out16, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-  for (; i < n; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+    if (out16) _mm_storeu_si128(reinterpret_cast<__m128i*>(out16 + i), h);
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+    out[i] = _cvtsh_ss(h);
+    if (out16) out16[i] = h;
+  }
 }
 
 // As ggml's AVX2 quantize_row_q8_0: amax by vector max (exact in any order), then the same
