@@ -264,8 +264,12 @@ class Serve : public ::testing::Test {
     std::signal(SIGPIPE, SIG_IGN);
     model_ = toy::test::fixture(kModel);
     if (model_.empty()) return;
-    server_ = new ServerProcess(model_.string(),
-                                "--name tiny --parallel 2 --queue 4 --ctx 1024 --max-body 65536 --timeout 30");
+    // Every client here comes from 127.0.0.1, and ManyConcurrentClientsGetIndependentAnswers
+    // holds up to 64 connections at once: above the default per-address limit (16), which
+    // ServeLifecycle.SlowClientsDoNotStarveTheServer tests on a server of its own.
+    server_ = new ServerProcess(
+        model_.string(),
+        "--name tiny --parallel 2 --queue 4 --ctx 1024 --max-body 65536 --timeout 30 --conns-per-client 128");
   }
   static void TearDownTestSuite() {
     delete server_;

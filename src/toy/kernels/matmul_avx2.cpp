@@ -140,7 +140,7 @@ struct FloatTile {
         prefetch_ahead<64>(wr[0] + k);
         TOY_UNROLL
         for (int s = 0; s < kSteps; ++s)
-          acc[0][0] = _mm256_fmadd_ps(W::load8(wr[0] + k + 8 * s), _mm256_loadu_ps(x[0] + k + 8 * s), acc[0][0]);
+          acc[0][0] = _mm256_fmadd_ps(W::load8(wr[0] + k + 8 * s), X::load8(x[0] + k + 8 * s), acc[0][0]);
       }
     }
     for (; k + 8 <= K; k += 8) {
