@@ -188,6 +188,7 @@ NamedKernel avx512_float_column_kernel(DType wt) {
 
 void pack_row_pairs(const Act& a, float* out, int64_t p0, int64_t p1) {
   const int64_t K8 = a.K / 8 * 8;
+  if (K8 == 0) return;  // K < 8: the tail alone, read from the rows (and out may be empty)
   for (int64_t p = p0; p < p1; ++p)
     for (int64_t h = 0; h < 2; ++h) {
       const int64_t m = 2 * p + h;
