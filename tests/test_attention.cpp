@@ -1,6 +1,7 @@
 // tests/test_attention.cpp — the attention primitive against a double-precision reference, on
-// both of its paths (loops for T < 8 queries, gemm products from 8 on) and both SIMD paths, and
-// bit-identical results for any thread count.
+// both of its paths (loops for inference and for training's T < 8 queries, gemm products for
+// training from 8 on) and both SIMD paths; bit-identical results for any thread count, and for
+// inference a query row with the bits it gets alone.
 //
 // The loop path cuts the keys into chunks of 64 and combines the chunks' partial softmaxes; the
 // context lengths below put keys on both sides of chunk boundaries (63, 64, 65, 200), windows
@@ -17,6 +18,7 @@
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
 #include "toy/primitives/primitives.h"
+#include "toy/tensor/quant.h"
 
 using namespace toy;
 using test::randn;
@@ -89,10 +91,16 @@ TEST(Attention, BothPathsMatchDoublePrecision) {
     for (kernels::Simd s : {kernels::Simd::scalar, kernels::Simd::avx2}) {
       if (s == kernels::Simd::avx2 && !kernels::cpu_has_avx2()) continue;
       kernels::set_simd(s);
-      const std::vector<float> got = attention(q, k, v, c.o).to_vector();
-      double worst = 0;
-      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-      EXPECT_LE(worst, 2e-6) << c.name() << (s == kernels::Simd::avx2 ? " avx2" : " scalar");
+      for (bool training : {false, true}) {  // training saves probabilities: the gemm path from T = 8
+        const auto input = [training](const Tensor& x) {
+          return training ? Tensor::from(x.shape(), x.to_vector()).requires_grad_() : x;
+        };
+        const std::vector<float> got = attention(input(q), input(k), input(v), c.o).to_vector();
+        double worst = 0;
+        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+        EXPECT_LE(worst, 2e-6) << c.name() << (s == kernels::Simd::avx2 ? " avx2" : " scalar")
+                               << (training ? " training" : "");
+      }
     }
   }
   kernels::set_simd(keep);
@@ -123,4 +131,57 @@ TEST(Attention, SameBitsForAnyThreadCount) {
     }
   }
   kernels::set_num_threads(keep);
+}
+
+// Inference (nothing saved): row t of a batch of T queries has the bits of the same query alone
+// against the keys it sees (a decode step at its position), for any T, on both SIMD paths and
+// both KV dtypes, on every SIMD path the CPU has — what the prompt cache and batched decoding rely on (issue #37 item 3: from
+// T = 8 on, prompts took the gemm path, other bits).
+TEST(Attention, AQueryRowHasTheBitsOfTheQueryAlone) {
+  const kernels::Simd keep = kernels::simd();
+  // Rows [0, rows) of each batch of x [B, L, heads, Dh] (values) as a tensor of dtype t.
+  auto tensor = [](const std::vector<float>& x, int64_t B, int64_t L, int64_t r0, int64_t r1, int64_t heads, int64_t Dh,
+                   DType t) {
+    std::vector<float> part;
+    for (int64_t b = 0; b < B; ++b)
+      part.insert(part.end(), x.begin() + (b * L + r0) * heads * Dh, x.begin() + (b * L + r1) * heads * Dh);
+    const Shape shape{B, r1 - r0, heads, Dh};
+    if (t == DType::F32) return Tensor::from(shape, part);
+    Tensor h = Tensor::empty(shape, t);
+    quantize(t, part.data(), h.raw_mut(), int64_t(part.size()));
+    return h;
+  };
+  std::mt19937_64 rng(5);
+  for (kernels::Simd path : {kernels::Simd::scalar, kernels::Simd::avx2, kernels::Simd::avx512vnni}) {
+    if ((path == kernels::Simd::avx2 && !kernels::cpu_has_avx2()) ||
+        (path == kernels::Simd::avx512vnni && !kernels::cpu_has_avx512vnni()))
+      continue;  // every path this CPU has, natively
+    kernels::set_simd(path);
+    for (const Case& c : {Case{1, 20, 150, 6, 2, 64, {.scale = 0.125f}},
+                          Case{1, 33, 33, 4, 4, 16, {.scale = 0.25f, .softcap = 2.0f, .window = 20}},
+                          Case{2, 9, 70, 3, 1, 4, {.scale = 0.5f}},  // Dh not a multiple of 8
+                          Case{1, 12, 12, 4, 2, 32, {.scale = 0.2f, .causal = false}}})
+      for (DType kv : {DType::F32, DType::F16}) {
+        const std::vector<float> q = randn({c.B, c.T, c.H, c.Dh}, rng).to_vector();
+        const std::vector<float> k = randn({c.B, c.S, c.Hkv, c.Dh}, rng).to_vector();
+        const std::vector<float> v = randn({c.B, c.S, c.Hkv, c.Dh}, rng).to_vector();
+        const std::vector<float> batch =
+            attention(tensor(q, c.B, c.T, 0, c.T, c.H, c.Dh, DType::F32), tensor(k, c.B, c.S, 0, c.S, c.Hkv, c.Dh, kv),
+                      tensor(v, c.B, c.S, 0, c.S, c.Hkv, c.Dh, kv), c.o)
+                .to_vector();  // [B, T, H, Dh]
+        for (int64_t t = 0; t < c.T; ++t) {
+          const int64_t keys = c.o.causal ? c.S - c.T + t + 1 : c.S;  // the cache at its position
+          const std::vector<float> alone = attention(tensor(q, c.B, c.T, t, t + 1, c.H, c.Dh, DType::F32),
+                                                     tensor(k, c.B, c.S, 0, keys, c.Hkv, c.Dh, kv),
+                                                     tensor(v, c.B, c.S, 0, keys, c.Hkv, c.Dh, kv), c.o)
+                                               .to_vector();  // [B, 1, H, Dh]
+          for (int64_t b = 0; b < c.B; ++b) {
+            const auto row = batch.begin() + (b * c.T + t) * c.H * c.Dh;
+            ASSERT_TRUE(std::equal(row, row + c.H * c.Dh, alone.begin() + b * c.H * c.Dh))
+                << c.name() << " " << name(kv) << ", query " << t << " of batch " << b << " on path " << int(path);
+          }
+        }
+      }
+  }
+  kernels::set_simd(keep);
 }

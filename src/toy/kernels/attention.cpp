@@ -1,7 +1,25 @@
 // kernels/attention.cpp — grouped-query attention (causal or bidirectional) on raw arrays, forward and backward
 // (the math: primitives/attention.cpp; the API: kernels.h).
 //
-// How it is computed. Long inputs (T ≥ kGemmMinT: training, prompt processing) go through
+// How it is computed. Two paths, chosen by what is saved, never by the number of queries alone:
+//
+// Inference (nothing saved: prompts, decoding, scoring) and short training inputs take loops in
+// the manner of flash-decoding. The keys are cut into chunks of kKeyChunk at fixed positions, and
+// each work item (b, KV head, chunk) takes every query row of the group (its query heads × the T
+// queries) against the chunk's keys, read in place (row j of K is Dh contiguous values):
+// s_j = scale·q·k_j (kernels::scores), then m = max s_j, e_j = exp(s_j − m), z = Σ e_j
+// (kernels::softmax_terms), õ = Σ e_j v_j (kernels::weighted_sum). The partials of a row are
+// combined in chunk order:
+//   M = max_c m_c,  w_c = exp(m_c − M) / Σ_c z_c exp(m_c − M),  o = Σ_c w_c õ_c,  P_j = w_c e_j.
+// Chunks spread a long context's work over the threads (a model has few KV heads: SmolLM2 has
+// 3); their size is fixed, so the results do not depend on the thread count. Nor does a row's
+// arithmetic depend on the other rows: a prompt's row has the bits of the same row decoded
+// alone, which the prompt cache, batched decoding and `echo` scoring rely on. (Prompts took the
+// gemm path below until issue #37 found the difference; the loops measured no slower there:
+// SmolLM2-135M Q8_0 pp512 on one thread of an AMD EPYC Zen 5 (family 26), best of three under
+// load, 230 tokens/s for the gemm path, 279 for the loops.)
+//
+// Training's long inputs (T ≥ kGemmMinT queries, probabilities saved for backward) go through
 // kernels::gemm on blocks of kBlock queries: for each (b, KV head, block), with the queries of
 // that KV head's query heads stacked, Sc = Q·Kᵀ over the keys any query of the block sees (a
 // band of the causal triangle), a masked softmax per row, O = P·V.
@@ -9,19 +27,11 @@
 // derivative) · scale, dQ = dS·K, dK_h += dSᵀ·Q; then per (b, KV head) the dK_h, dV_h of the
 // group's heads are summed in head order. Every product runs inside one work item (nested
 // parallel_for calls run on the calling thread), and partial sums are added in a fixed order,
-// so the results do not depend on the thread count.
-// Short inputs (decoding, T < kGemmMinT) take loops in the manner of flash-decoding: the keys are
-// cut into chunks of kKeyChunk at fixed positions, and each work item (b, KV head, chunk) takes
-// every query row of the group (its query heads × the T queries) against the chunk's keys, read
-// in place (row j of K is Dh contiguous values): s_j = scale·q·k_j (kernels::scores), then
-// m = max s_j, e_j = exp(s_j − m), z = Σ e_j (kernels::softmax_terms), õ = Σ e_j v_j
-// (kernels::weighted_sum). The partials of a row are combined in chunk order:
-//   M = max_c m_c,  w_c = exp(m_c − M) / Σ_c z_c exp(m_c − M),  o = Σ_c w_c õ_c,  P_j = w_c e_j.
-// Chunks spread a long context's work over the threads (a model has few KV heads: SmolLM2 has
-// 3); their size is fixed, so the results do not depend on the thread count either.
-// k and v may be IEEE halves (an F16 KV cache, inference only): the gemm path copies the keys
-// and values a work item reads into f32 tiles, the loop path's kernels widen them as they read
-// them; both share all the arithmetic with the f32 cache.
+// so the results do not depend on the thread count either.
+//
+// k and v may be IEEE halves (an F16 KV cache): the loop path's kernels widen them as they read
+// them, the gemm path copies the keys and values a work item reads into f32 tiles; both share
+// all the arithmetic with the f32 cache.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -35,7 +45,7 @@ namespace toy::kernels {
 namespace {
 
 constexpr int64_t kBlock = 32;     // queries per gemm block
-constexpr int64_t kGemmMinT = 8;   // from this many queries on, the gemm path
+constexpr int64_t kGemmMinT = 8;   // from this many queries on, training takes the gemm path
 constexpr int64_t kKeyChunk = 64;  // keys per work item of the loop path (K and V of a chunk stay in L1)
 
 // Keys or values [B, S, Hkv, Dh]: F32, or IEEE halves (F16, a KV cache).
@@ -183,7 +193,7 @@ void forward_block(const Views& w, const AttentionGeometry& g, int64_t b, int64_
     }
     const float inv = 1.0f / softmax_terms(s + j0, j1 - j0).sum;                      // s_j ← exp(s_j − max)
     for (int64_t j = 0; j < span; ++j) s[j] = j >= j0 && j < j1 ? s[j] * inv : 0.0f;  // P, masked
-    if (w.P) std::copy_n(s + j0, j1 - j0, w.P + row + size_t(j0));
+    std::copy_n(s + j0, j1 - j0, w.P + row + size_t(j0));
   }
   gemm(false, false, rows, Dh, span, Sc, V, O, false);  // O = P·V   [rows, Dh]
   for (int64_t i = 0; i < group; ++i) scatter_rows(O + i * tb * Dh, g.T, g.H, Dh, b, kh * group + i, t0, t1, w.out);
@@ -247,7 +257,7 @@ void attention(const AttentionGeometry& g, const float* q, const void* k, const 
   if (P) std::fill_n(P, B * H * T * S, 0.0f);
   if (capped) std::fill_n(capped, B * H * T * S, 0.0f);
   const Views w{.q = q, .k = {k, kv}, .v = {v, kv}, .out = o, .P = P, .capped = capped, .dout = nullptr};
-  if (T >= kGemmMinT) {
+  if (P && T >= kGemmMinT) {
     const int64_t blocks = (T + kBlock - 1) / kBlock;
     parallel_for(B * Hkv * blocks, 1, [&](int64_t i0, int64_t i1) {
       Scratch m;

@@ -148,7 +148,8 @@ struct AttentionGeometry {
 };
 // o [B, T, H, Dh] from q, and k and v of type kv (F32, or F16: a KV cache). P and capped, when not
 // null, receive [B, H, T, S] the probabilities and (softcap > 0) the capped scores, 0 where masked:
-// what attention_backward needs.
+// what attention_backward needs. With P null (inference) row t of o has the bits it gets as the
+// only query (T = 1) against the keys it sees, whatever T.
 void attention(const AttentionGeometry& g, const float* q, const void* k, const void* v, DType kv, float* o, float* P,
                float* capped);
 // dq [B, T, H, Dh], dk, dv [B, S, Hkv, Dh] (overwritten) from dout = dL/do, the f32 inputs and
