@@ -174,7 +174,11 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   if (!admit(address)) {
     refuse_connection(sock, limits_.max_connections_per_address);
     if (on_refused_) on_refused_(429, address);
-    linger(sock, std::chrono::milliseconds(0));  // what has arrived: a refusal must not hold a thread
+    // A lingering close, so that a client still sending its request reads the 429 rather than a
+    // reset; a refusal holds a thread meanwhile, so only a few linger at once.
+    const bool may_linger = lingering_refusals_.fetch_add(1) < kMaxLingeringRefusals;
+    linger(sock, may_linger ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(0));
+    --lingering_refusals_;
   } else {
     Connection conn{.fd = sock};
     current = &conn;

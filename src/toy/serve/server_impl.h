@@ -26,7 +26,8 @@ namespace toy::serve {
 //  * connections: httplib reads a request with a timeout per read, so a client sending a byte a
 //    second holds a thread for as long as it likes, and ~50 of them starve every route. Here
 //    each connection is served by process_and_close_socket() below: a client address may hold
-//    at most `max_connections_per_address` connections at once (more get 429 and are closed),
+//    at most `max_connections_per_address` connections at once (more get 429 and are closed
+//    lingering: what they still send is read and dropped for up to a second, a few at once),
 //    and a request (its line, headers and body) must arrive whole within `request_timeout`
 //    of its first byte (else the connection is closed; a body cut short gets 408); an idle
 //    keep-alive connection is closed after httplib's keep-alive timeout (5 s);
@@ -53,8 +54,11 @@ class HttpServer : public httplib::Server {
   bool admit(const std::string& address);  // counts a connection of `address`; false: at the limit
   void leave(const std::string& address);
 
+  static constexpr int kMaxLingeringRefusals = 8;  // refused connections drained for a second at once
+
   Limits limits_;
   std::function<void(int, const std::string&)> on_refused_;
+  std::atomic<int> lingering_refusals_{0};
   std::mutex mu_;
   std::map<std::string, int> connections_;  // open connections per client address
 };
