@@ -1970,6 +1970,64 @@ TEST(ServeLifecycle, ApiKey) {
   }
 }
 
+// `count` slow clients of `port`, from the loopback address `first` (all of them) or, with
+// `distinct`, from `first`, `first + 1`, …: each trickles a request, a byte every 200 ms for at
+// most 8 s, until stop(). The constructor returns after 500 ms, when the server has them all.
+class SlowClients {
+ public:
+  SlowClients(int port, int count, uint32_t first, bool distinct) {
+    for (int i = 0; i < count; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in from{}, to{};
+      from.sin_family = to.sin_family = AF_INET;
+      from.sin_addr.s_addr = htonl(first + (distinct ? uint32_t(i) : 0));
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      to.sin_port = htons(uint16_t(port));
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+          ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
+        ADD_FAILURE() << "slow client " << i << ": " << std::strerror(errno);
+      fds_.push_back(fd);
+    }
+    trickle_ = std::thread([this] {
+      const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(1000, 'a');
+      for (size_t k = 0; k < 40 && !done_; ++k) {
+        for (int fd : fds_) ::send(fd, request.data() + k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ~SlowClients() {
+    stop();
+    for (int fd : fds_) ::close(fd);
+  }
+  const std::vector<int>& fds() const { return fds_; }
+  void stop() {
+    done_ = true;
+    if (trickle_.joinable()) trickle_.join();
+  }
+
+ private:
+  std::vector<int> fds_;
+  std::atomic<bool> done_{false};
+  std::thread trickle_;
+};
+
+// /health from 127.0.0.1, ten times 200 ms apart: each answered 200 within `bound`.
+void expect_health_answered_within(int port, std::chrono::milliseconds bound) {
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(5, 0);
+    c.set_connection_timeout(5, 0);
+    auto r = c.Get("/health");
+    EXPECT_TRUE(r) << "no answer under load";
+    EXPECT_EQ(r ? r->status : 0, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, bound);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 // Issue #22 item 7: ~50 clients sending a byte a second held every HTTP thread (--timeout bounded
 // each read, not the request), so even /health starved. Now one address holds at most
 // --conns-per-client connections, and a request must arrive whole within --timeout.
@@ -1978,44 +2036,14 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
   // One slot and no queue: 1 + 0 + 32 HTTP threads before the fix, fewer than the slow clients.
   ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 0 --timeout 3");
   ASSERT_NE(s.port(), 0) << s.log();
-  // 50 slow clients from another loopback address (127.0.0.2), each trickling a request.
-  std::vector<int> slow;
-  for (int i = 0; i < 50; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in from{}, to{};
-    from.sin_family = to.sin_family = AF_INET;
-    from.sin_addr.s_addr = htonl(0x7f000002);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    to.sin_port = htons(uint16_t(s.port()));
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from), 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
-    slow.push_back(fd);
-  }
-  std::atomic<bool> done{false};
-  std::thread trickle([&] {  // a byte per client every 200 ms, for at most 8 s
-    const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(1000, 'a');
-    for (size_t k = 0; k < 40 && !done; ++k) {
-      for (int fd : slow) ::send(fd, request.data() + k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // 50 slow clients from another loopback address (127.0.0.2), each trickling a request;
   // /health from 127.0.0.1 answers at once, again and again.
-  for (int i = 0; i < 10; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    httplib::Client c("127.0.0.1", s.port());
-    c.set_read_timeout(3, 0);
-    c.set_connection_timeout(3, 0);
-    auto r = c.Get("/health");
-    ASSERT_TRUE(r) << "no answer under load";
-    EXPECT_EQ(r->status, 200);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  SlowClients slow(s.port(), 50, 0x7f000002, /*distinct=*/false);
+  expect_health_answered_within(s.port(), std::chrono::milliseconds(1000));
   // Within --timeout (3 s) of their first byte every slow client has been answered and closed:
   // 429 beyond the first 16 (the default --conns-per-client), the connection closed for those 16.
   int refused = 0, closed = 0;
-  for (int fd : slow) {
+  for (int fd : slow.fds()) {
     timeval tv{5, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string got;
@@ -2025,9 +2053,7 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
     if (got.find(" 429 ") != std::string::npos) ++refused;
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;  // not left open until our 5 s timeout
   }
-  done = true;
-  trickle.join();
-  for (int fd : slow) ::close(fd);
+  slow.stop();
   EXPECT_EQ(refused, 34);
   EXPECT_EQ(closed, 50);
   size_t logged = 0;  // the request log has a line for each refusal too
@@ -2035,6 +2061,21 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
   for (size_t at = 0; (at = log.find("connection refused 429 (127.0.0.2)", at)) != std::string::npos; ++at) ++logged;
   EXPECT_EQ(logged, 34u);
   EXPECT_EQ(get(s.port(), "/health").status, 200);
+}
+
+// Issue #37 item 10: the per-address limit does not bound slow clients from many addresses: 150
+// of them, each trickling its headers, held every HTTP thread (1 + 0 + 64) for the whole --timeout
+// (30 s, the default), and /health got no answer. At most 32 connections wait for headers at once
+// (a new one closes the longest-waiting), so /health is answered at once.
+TEST(ServeLifecycle, SlowClientsFromManyAddressesDoNotStarveTheServer) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 0");
+  ASSERT_NE(s.port(), 0) << s.log();
+  SlowClients slow(s.port(), 150, 0x7f000100, /*distinct=*/true);  // from 127.0.1.0 … 127.0.1.149
+  // Before the fix: no answer until the slow clients' 30 s were up.
+  expect_health_answered_within(s.port(), std::chrono::seconds(3));
+  slow.stop();
+  EXPECT_TRUE(s.alive()) << s.log();
 }
 
 // Issue #37 item 7: a connection over the per-address limit got its 429 and was closed at once;

@@ -286,6 +286,7 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
   });
   h.set_default_headers({{"Access-Control-Allow-Origin", "*"}, {"Server", "toy/" TOY_VERSION}});
   h.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    headers_received();  // the connection no longer counts against max_connections_sending_headers
     if (s.config.api_key.empty() || req.method == "OPTIONS" || req.path == "/health")
       return httplib::Server::HandlerResponse::Unhandled;
     // The header's whole value: get_header_value() ends it at its first NUL byte.
