@@ -3,8 +3,8 @@
 //
 // Input layout: byte 0 chooses the route (bit 0: /v1/completions or /v1/chat/completions); the rest
 // is the HTTP body, parsed as the server does (serve::parse_json_text, depth-limited) and given to
-// serve::parse_request(), for a server with two LoRA adapters. Any other exception, or an ApiError that is not 4xx, is a server error a
-// client could trigger, and aborts. The /tokenize and /detokenize bodies are checked inside their
+// serve::parse_request(), for a server with two LoRA adapters. Any other exception, or an ApiError
+// that is not 4xx, is a server error a client could trigger, and aborts. The /tokenize and /detokenize bodies are checked inside their
 // handlers in server.cpp, which this target does not reach.
 #include <cstddef>
 #include <cstdint>
