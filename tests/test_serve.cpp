@@ -1042,8 +1042,12 @@ TEST_F(Serve, OversizedBodiesGet413) {
 // the whole --timeout (30 s here), the thread held waiting for the announced bytes. It is answered
 // once the headers are read: well within RawConn's 5 s.
 TEST_F(Serve, ABadContentLengthIsAnsweredAtOnce) {
-  for (const auto& [length, status] : std::vector<std::pair<std::string, std::string>>{
-           {"999999999", " 413 "}, {"-1", " 400 "}, {"-5000", " 400 "}, {"12abc", " 400 "}}) {
+  for (const auto& [length, status] :
+       std::vector<std::pair<std::string, std::string>>{{"999999999", " 413 "},
+                                                        {"123456789012345678901234", " 413 "},
+                                                        {"-1", " 400 "},
+                                                        {"-5000", " 400 "},
+                                                        {"12abc", " 400 "}}) {
     RawConn c(port);
     const auto t0 = std::chrono::steady_clock::now();
     c.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + "\r\n\r\n{\"prompt\":");

@@ -99,11 +99,11 @@ httplib::Server::HandlerWithContentReader Server::Impl::with_body(BodyHandler fn
       // first wait for that many bytes, or for a negative one read as 2^64 - 1, until --timeout).
       if (req.has_header("Content-Length")) {
         const std::string length = req.get_header_value("Content-Length");
-        if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos) {
+        if (length.empty() || length.find_first_not_of("0123456789") != std::string::npos) {
           close_connection_after_response();
           throw ApiError(400, "The Content-Length header is not a number of bytes", "", "invalid_content_length");
         }
-        if (std::stoull(length) > config.max_body_bytes) {
+        if (length.size() > 19 || std::stoull(length) > config.max_body_bytes) {  // 19 digits fit in 64 bits
           close_connection_after_response();
           throw too_large_error(config.max_body_bytes);
         }
