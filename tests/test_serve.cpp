@@ -158,14 +158,14 @@ bool wait_busy(int port, int busy) {
   return false;
 }
 
-// A streaming request that takes a long time and whose client never reads: the server blocks in
-// write once the (small) socket buffers are full, holding its slot.
-std::unique_ptr<RawConn> hold_a_slot(int port) {
+// A streaming request (of `n` choices) that takes a long time and whose client never reads: the
+// server blocks in write once the (small) socket buffers are full, holding its slot.
+std::unique_ptr<RawConn> hold_a_slot(int port, int n = 1) {
   auto c = std::make_unique<RawConn>(port, /*rcvbuf=*/4096);
   const json body = {{"model", "tiny"},    {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
                      {"max_tokens", 3000}, {"ignore_eos", true},
                      {"logprobs", true},   {"top_logprobs", 20},
-                     {"stream", true}};
+                     {"stream", true},     {"n", n}};
   c->send_all(http_post_text("/v1/chat/completions", body.dump()));
   c->read_until("data: ");  // the stream has started
   return c;
@@ -887,6 +887,35 @@ TEST(ServeLimits, DeeplyNestedJsonIsRefusedOnEveryRoute) {
   EXPECT_TRUE(s.alive()) << s.log();
 }
 
+// Issue #37 item 1: an assistant turn's tool_calls[].function.arguments, a JSON string, was
+// parsed without the depth limit and copied recursively: a string nested 100,000 deep (a 200 KB
+// body nested 6 levels itself) overflowed the HTTP thread's stack (SIGSEGV). Now it is a 400.
+TEST(ServeLimits, DeeplyNestedJsonInsideAStringIsRefused) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny");  // the default --max-body (1 MiB) takes 200 KB
+  ASSERT_NE(s.port(), 0) << s.log();
+  const auto chat = [](const std::string& arguments) {
+    return json{
+        {"model", "tiny"},
+        {"max_tokens", 1},
+        {"messages",
+         {{{"role", "user"}, {"content", "Hi"}},
+          {{"role", "assistant"},
+           {"tool_calls",
+            {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", arguments}}}}}}},
+          {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "ok"}}}}};
+  };
+  Reply r = post(s.port(), "/v1/chat/completions",
+                 chat(R"({"a":)" + std::string(100000, '[') + std::string(100000, ']') + "}"));
+  ASSERT_EQ(r.status, 400) << r.body.substr(0, 200) << s.log();
+  EXPECT_EQ(r.j()["error"]["code"], "json_too_deep");
+  EXPECT_EQ(r.j()["error"]["param"], "messages[1].tool_calls[0].function.arguments");
+  // Arguments within the limit are taken (as an object for the template).
+  r = post(s.port(), "/v1/chat/completions", chat(R"({"a":)" + std::string(60, '[') + std::string(60, ']') + "}"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(s.alive()) << s.log();
+}
+
 // Issue #22 item 4: `[[[…[1]…]]]` was unwrapped recursively with a copy per level (20,000
 // levels: 50 s and 16.5 GB). Exactly the documented shapes are accepted.
 TEST_F(Serve, OnlyTheDocumentedPromptShapesAreAccepted) {
@@ -1009,6 +1038,25 @@ TEST_F(Serve, OversizedBodiesGet413) {
   EXPECT_EQ(post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "ok"}, {"max_tokens", 1}}).status, 200);
 }
 
+// Issue #37 item 8: a Content-Length over --max-body, or a negative one, was answered only after
+// the whole --timeout (30 s here), the thread held waiting for the announced bytes. It is answered
+// once the headers are read: well within RawConn's 5 s.
+TEST_F(Serve, ABadContentLengthIsAnsweredAtOnce) {
+  for (const auto& [length, status] :
+       std::vector<std::pair<std::string, std::string>>{{"999999999", " 413 "},
+                                                        {"123456789012345678901234", " 413 "},
+                                                        {"-1", " 400 "},
+                                                        {"-5000", " 400 "},
+                                                        {"12abc", " 400 "}}) {
+    RawConn c(port);
+    const auto t0 = std::chrono::steady_clock::now();
+    c.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + "\r\n\r\n{\"prompt\":");
+    const std::string answer = c.read_until("}}");
+    EXPECT_NE(answer.find(status), std::string::npos) << length << ": " << answer;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << length;
+  }
+}
+
 // Issue #22 item 6: httplib checks --max-body against a Content-Length only; a chunked body of
 // 50 MB was read whole. The limit holds for every transfer encoding.
 TEST_F(Serve, ChunkedBodiesAreHeldToMaxBody) {
@@ -1058,6 +1106,34 @@ TEST_F(Serve, TheBodyIsJsonWhateverTheContentType) {
   r = cl.Put("/v1/completions", body, "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 405);
+}
+
+// Issue #37 item 9: a request line httplib cannot parse (no CRLF, one word, an empty line) got 405
+// naming an empty method, and the connection was kept open for the keep-alive timeout (5 s). Now
+// it is 400 and closed after the answer.
+TEST_F(Serve, AnUnparsableRequestLineIs400AndClosed) {
+  for (const char* line : {"\r\n", "GET /health HTTP/1.1\n", "hello\r\n", "GET /health HTTP/9.9\r\n"}) {
+    RawConn c(port);
+    const auto t0 = std::chrono::steady_clock::now();
+    c.send_all(std::string(line) + "Host: x\r\n\r\n");
+    const std::string answer = c.read_until("never sent");  // to the end: the server closes
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500)) << line;
+    EXPECT_NE(answer.find("HTTP/1.1 400 "), std::string::npos) << line << answer;
+    EXPECT_NE(answer.find("\"invalid_http_request\""), std::string::npos) << line << answer;
+  }
+}
+
+// Issue #37 item 9: the duplicate check of `lora` was quadratic (40,000 entries: 1 s of CPU on an
+// HTTP thread). A list is at most as long as the server has adapters (none here), and checked in
+// one pass.
+TEST_F(Serve, ALoraListLongerThanTheAdaptersIsRefused) {
+  json lora = json::array();
+  for (int i = 0; i < 2000; ++i) lora.push_back({{"id", i}, {"scale", 1}});
+  Reply r = post(port, "/v1/completions", json{{"prompt", "Hi"}, {"max_tokens", 1}, {"lora", lora}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("lists 2000 adapters; the server has 0"), std::string::npos) << r.body;
+  r = post(port, "/v1/completions", json{{"prompt", "Hi"}, {"max_tokens", 1}, {"lora", json::array()}});
+  EXPECT_EQ(r.status, 200) << r.body;
 }
 
 // Issue #22 item 18: the server's small mistakes.
@@ -1391,6 +1467,8 @@ TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
       {R"([{"id": 0, "scale": "1"}])", "'lora[0].scale'"},
       {R"([{"id": 0, "scale": 1e9}])", "'lora[0].scale'"},
       {R"([{"id": 0, "scale": 1}, {"id": 0, "scale": 2}])", "listed twice"},
+      {R"([{"id": 0, "scale": 1}, {"id": 1, "scale": 1}, {"id": 2, "scale": 1}])",
+       "lists 3 adapters; the server has 2"},
   };
   for (const auto& [text, message] : bad) {
     const json lora = json::parse(text);
@@ -1804,6 +1882,36 @@ TEST(ServeLifecycle, SigtermStopsGracefully) {
   EXPECT_NE(s.log().find("stopped"), std::string::npos) << s.log();
 }
 
+// Issue #37 item 6: a request with n > 1 gave its slot back between choices and asked for it
+// again: on SIGTERM the running request got 503 (no slot for its second choice) while the queued
+// one got 200, the reverse of the docs. A request keeps its slot for all its choices.
+TEST(ServeLifecycle, ARequestKeepsItsSlotForAllItsChoices) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 1");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const int port = s.port();
+  auto running = hold_a_slot(port, /*n=*/2);  // blocked in its first choice until we read
+  ASSERT_TRUE(wait_busy(port, 1));
+  auto queued = std::async(std::launch::async, [&] {
+    return post(port, "/v1/completions", json{{"model", "tiny"}, {"prompt", "Hi"}, {"max_tokens", 2}});
+  });
+  for (int i = 0; i < 100 && health(port).value("requests_waiting", 0) != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(health(port)["requests_waiting"], 1);
+  auto stopped = std::async(std::launch::async, [&] { return s.stop(SIGTERM, 60); });
+  const Reply q = queued.get();  // refused at once
+  EXPECT_EQ(q.status, 503) << q.body;
+  EXPECT_EQ(q.j()["error"]["code"], "shutting_down") << q.body;
+  const std::string stream = running->read_until("data: [DONE]");  // both choices, whole
+  EXPECT_NE(stream.find("data: [DONE]"), std::string::npos)
+      << stream.substr(stream.size() - std::min<size_t>(stream.size(), 500));
+  EXPECT_EQ(stream.find("data: {\"error\""), std::string::npos) << s.log();
+  size_t finished = 0;
+  for (size_t at = 0; (at = stream.find("\"finish_reason\":\"length\"", at)) != std::string::npos; ++at) ++finished;
+  EXPECT_EQ(finished, 2u);
+  EXPECT_EQ(stopped.get(), 0) << s.log();
+}
+
 TEST(ServeLifecycle, BadFlagsAndFiles) {
   EXPECT_EQ(run_toy("serve /nonexistent.gguf --port 0").code, 3);
   TOY_REQUIRE_FIXTURE(model, kModel);
@@ -1867,6 +1975,75 @@ TEST(ServeLifecycle, ApiKey) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, status) << header;
   }
+  // Issue #37 item 9: everything after a NUL byte was ignored (the header value was read as a C
+  // string): the whole value must match.
+  for (const auto& [header, status] :
+       std::vector<std::pair<std::string, std::string>>{{std::string("Bearer sesame\0junk", 18), " 401 "},
+                                                        {std::string("Bearer sesame\0", 14), " 401 "},
+                                                        {"Bearer sesame", " 200 "}}) {
+    RawConn raw(s.port());
+    raw.send_all("GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: " + header + "\r\n\r\n");
+    const std::string answer = raw.read_until("\r\n\r\n");
+    EXPECT_NE(answer.find(status), std::string::npos) << answer;
+  }
+}
+
+// `count` slow clients of `port`, from the loopback address `first` (all of them) or, with
+// `distinct`, from `first`, `first + 1`, …: each trickles a request, a byte every 200 ms for at
+// most 8 s, until stop(). The constructor returns after 500 ms, when the server has them all.
+class SlowClients {
+ public:
+  SlowClients(int port, int count, uint32_t first, bool distinct) {
+    for (int i = 0; i < count; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in from{}, to{};
+      from.sin_family = to.sin_family = AF_INET;
+      from.sin_addr.s_addr = htonl(first + (distinct ? uint32_t(i) : 0));
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      to.sin_port = htons(uint16_t(port));
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+          ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
+        ADD_FAILURE() << "slow client " << i << ": " << std::strerror(errno);
+      fds_.push_back(fd);
+    }
+    trickle_ = std::thread([this] {
+      const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(1000, 'a');
+      for (size_t k = 0; k < 40 && !done_; ++k) {
+        for (int fd : fds_) ::send(fd, request.data() + k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ~SlowClients() {
+    stop();
+    for (int fd : fds_) ::close(fd);
+  }
+  const std::vector<int>& fds() const { return fds_; }
+  void stop() {
+    done_ = true;
+    if (trickle_.joinable()) trickle_.join();
+  }
+
+ private:
+  std::vector<int> fds_;
+  std::atomic<bool> done_{false};
+  std::thread trickle_;
+};
+
+// /health from 127.0.0.1, ten times 200 ms apart: each answered 200 within `bound`.
+void expect_health_answered_within(int port, std::chrono::milliseconds bound) {
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(5, 0);
+    c.set_connection_timeout(5, 0);
+    auto r = c.Get("/health");
+    EXPECT_TRUE(r) << "no answer under load";
+    EXPECT_EQ(r ? r->status : 0, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, bound);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
 }
 
 // Issue #22 item 7: ~50 clients sending a byte a second held every HTTP thread (--timeout bounded
@@ -1877,44 +2054,14 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
   // One slot and no queue: 1 + 0 + 32 HTTP threads before the fix, fewer than the slow clients.
   ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 0 --timeout 3");
   ASSERT_NE(s.port(), 0) << s.log();
-  // 50 slow clients from another loopback address (127.0.0.2), each trickling a request.
-  std::vector<int> slow;
-  for (int i = 0; i < 50; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in from{}, to{};
-    from.sin_family = to.sin_family = AF_INET;
-    from.sin_addr.s_addr = htonl(0x7f000002);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    to.sin_port = htons(uint16_t(s.port()));
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from), 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
-    slow.push_back(fd);
-  }
-  std::atomic<bool> done{false};
-  std::thread trickle([&] {  // a byte per client every 200 ms, for at most 8 s
-    const std::string request = "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(1000, 'a');
-    for (size_t k = 0; k < 40 && !done; ++k) {
-      for (int fd : slow) ::send(fd, request.data() + k, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // 50 slow clients from another loopback address (127.0.0.2), each trickling a request;
   // /health from 127.0.0.1 answers at once, again and again.
-  for (int i = 0; i < 10; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    httplib::Client c("127.0.0.1", s.port());
-    c.set_read_timeout(3, 0);
-    c.set_connection_timeout(3, 0);
-    auto r = c.Get("/health");
-    ASSERT_TRUE(r) << "no answer under load";
-    EXPECT_EQ(r->status, 200);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  SlowClients slow(s.port(), 50, 0x7f000002, /*distinct=*/false);
+  expect_health_answered_within(s.port(), std::chrono::milliseconds(1000));
   // Within --timeout (3 s) of their first byte every slow client has been answered and closed:
   // 429 beyond the first 16 (the default --conns-per-client), the connection closed for those 16.
   int refused = 0, closed = 0;
-  for (int fd : slow) {
+  for (int fd : slow.fds()) {
     timeval tv{5, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string got;
@@ -1924,9 +2071,7 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
     if (got.find(" 429 ") != std::string::npos) ++refused;
     if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;  // not left open until our 5 s timeout
   }
-  done = true;
-  trickle.join();
-  for (int fd : slow) ::close(fd);
+  slow.stop();
   EXPECT_EQ(refused, 34);
   EXPECT_EQ(closed, 50);
   size_t logged = 0;  // the request log has a line for each refusal too
@@ -1934,6 +2079,44 @@ TEST(ServeLifecycle, SlowClientsDoNotStarveTheServer) {
   for (size_t at = 0; (at = log.find("connection refused 429 (127.0.0.2)", at)) != std::string::npos; ++at) ++logged;
   EXPECT_EQ(logged, 34u);
   EXPECT_EQ(get(s.port(), "/health").status, 200);
+}
+
+// Issue #37 item 10: the per-address limit does not bound slow clients from many addresses: 150
+// of them, each trickling its headers, held every HTTP thread (1 + 0 + 64) for the whole --timeout
+// (30 s, the default), and /health got no answer. At most 32 connections wait for headers at once
+// (a new one closes the longest-waiting), so /health is answered at once.
+TEST(ServeLifecycle, SlowClientsFromManyAddressesDoNotStarveTheServer) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --parallel 1 --queue 0");
+  ASSERT_NE(s.port(), 0) << s.log();
+  SlowClients slow(s.port(), 150, 0x7f000100, /*distinct=*/true);  // from 127.0.1.0 … 127.0.1.149
+  // Before the fix: no answer until the slow clients' 30 s were up.
+  expect_health_answered_within(s.port(), std::chrono::seconds(3));
+  slow.stop();
+  EXPECT_TRUE(s.alive()) << s.log();
+}
+
+// Issue #37 item 7: a connection over the per-address limit got its 429 and was closed at once;
+// a client still sending its request then got a reset (a broken pipe) instead of the answer. The
+// refusal is a lingering close: the client sends its whole body and reads the 429.
+TEST(ServeLifecycle, ARefusedClientStillSendingReadsIts429) {
+  TOY_REQUIRE_FIXTURE(model, kModel);
+  ServerProcess s(model.string(), "--name tiny --conns-per-client 1");
+  ASSERT_NE(s.port(), 0) << s.log();
+  RawConn held(s.port());  // the one connection 127.0.0.1 may hold, admitted once it is answered
+  held.send_all("GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_NE(held.read_until("}").find(" 200 "), std::string::npos);
+  const std::string body = json{{"model", "tiny"}, {"prompt", std::string(512 * 1024, 'a')}}.dump();
+  const std::string request = http_post_text("/v1/completions", body);
+  const size_t head = request.size() - body.size();
+  for (int i = 0; i < 4; ++i) {
+    RawConn c(s.port());
+    ASSERT_TRUE(c.send_all(request.substr(0, head)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the 429 goes out meanwhile
+    EXPECT_TRUE(c.send_all(body)) << "reset while sending, refusal " << i << ": " << std::strerror(errno);
+    const std::string answer = c.read_until("}}");
+    EXPECT_NE(answer.find(" 429 "), std::string::npos) << answer;
+  }
 }
 
 // Issue #22 item 10: a chat template inside a GGUF that doubles a list into itself cost ~3 GB and
@@ -2041,6 +2224,18 @@ TEST(ServeTools, ParsesEachFormatAndLeavesOtherTextAlone) {
   }
   EXPECT_TRUE(parse_tool_calls("{\"name\": \"nope\", \"parameters\": {}}", ToolFormat::Llama3, tools, 1).calls.empty());
   EXPECT_TRUE(parse_tool_calls("[1, 2]", ToolFormat::Mistral, tools, 1).calls.empty());
+  // Issue #37 item 1: a call in the answer nested deeper than the request limit (64) is not a call
+  // (it was parsed without the limit and copied recursively: 200,000 levels overflowed the stack).
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  for (const std::string& text :
+       {"<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": " + deep + "}}</tool_call>",
+        "<tool_call>{\"name\": \"add\", \"arguments\": \"{\\\"a\\\": " + deep + "}\"}</tool_call>"}) {
+    a = parse_tool_calls(text, ToolFormat::Hermes, tools, 1);
+    EXPECT_TRUE(a.calls.empty());
+    EXPECT_TRUE(a.content == text);  // not printed: 400 KB
+  }
+  EXPECT_TRUE(parse_tool_calls("[{\"name\": \"add\", \"arguments\": " + deep + "}]", ToolFormat::Mistral, tools, 1)
+                  .calls.empty());
 
   // Streaming: content goes out until a call may begin; the rest is held.
   ToolCallStream h(ToolFormat::Hermes, tools, 1);

@@ -41,6 +41,7 @@ class AdapterModels {
     float scale = 0;  // the global scale
   };
   std::vector<Listed> list() const;
+  size_t size() const { return adapters_.size(); }
   std::vector<float> global_scales() const;
   // POST /lora-adapters: the listed adapters get their scale, the others 0. ApiError 400 for an
   // unknown id.

@@ -40,6 +40,13 @@ DecodeLoop::~DecodeLoop() {
   thread_.join();
 }
 
+SlotPool::Lease Run::take_lease() {
+  std::lock_guard lk(loop_.mu_);
+  SlotPool::Lease l = std::move(*lease_);
+  lease_.reset();
+  return l;
+}
+
 std::shared_ptr<Run> DecodeLoop::start(SlotPool::Lease lease, Completion completion, bool stream) {
   auto run = std::make_shared<Run>(*this, std::move(lease), std::move(completion), stream);
   std::lock_guard lk(mu_);
@@ -62,7 +69,6 @@ void DecodeLoop::publish(Run& r, Delta d) {
 void DecodeLoop::end(Run& r, const std::string& error) {
   r.ended_ = true;
   r.error_ = error;
-  r.lease_.reset();  // the slot is free for the next request
   r.cv_.notify_one();
   runs_.erase(std::find_if(runs_.begin(), runs_.end(), [&](const auto& p) { return p.get() == &r; }));
 }

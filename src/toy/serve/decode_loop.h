@@ -10,7 +10,8 @@
 // Batched logits equal single-sequence logits bit for bit, so an answer does not depend on what
 // ran beside it. A Run whose client has not taken its text (kMaxBacklog deltas) sits out steps
 // without holding the others back; a cancelled Run (client gone) ends at the next step. When a
-// Run ends its slot is given back at once.
+// Run ends its HTTP thread takes its slot back (take_lease) for the request's next choice, or
+// gives it back; a Run dropped without that gives it back as it goes.
 #pragma once
 
 #include <chrono>
@@ -42,6 +43,7 @@ class Run {
   const CompletionResult& result() const { return completion_.result(); }
   const std::string& error() const { return error_; }  // non-empty: generation failed (a bug)
   int slot() const { return slot_; }
+  SlotPool::Lease take_lease();  // once wait() has returned true: the slot, back to the request
 
  private:
   friend class DecodeLoop;

@@ -79,7 +79,7 @@ std::vector<int32_t> prompt_tokens(const Server::Impl& s, Job& job) {
 Job prepare(Server::Impl& s, const std::string& body, Endpoint endpoint) {
   if (s.stopping) throw ApiError(503, "The server is shutting down", "", "shutting_down");
   Job job;
-  job.req = parse_request(parse_json_body(body), endpoint);
+  job.req = parse_request(parse_json_body(body), endpoint, s.adapters.size());
   const CompletionRequest& r = job.req;
   // `model` selects nothing: one model is loaded, and it answers whatever name the client uses
   // (as llama-server does); answers carry the served model's id.
@@ -166,29 +166,24 @@ void take_tool_calls(const Server::Impl& s, const Job& job, uint64_t seed, Compl
   r.finish_reason = "tool_calls";
 }
 
-// Fills an empty `lease` with a slot (the next choice's); false when none can be had.
-bool lease_slot(SlotPool& slots, std::optional<SlotPool::Lease>& lease) {
-  if (!lease)
-    if (auto l = slots.acquire()) lease.emplace(std::move(*l));
-  return lease.has_value();
-}
-
-// A request's generation (one choice): its prompt here, on its HTTP thread, then its tokens in the decode loop
-// (batched with the other slots'). on_prompt gets the prompt's logprobs and on_delta the text as
-// it is released (streamed requests); alive() is asked whenever nothing came for 100 ms. Any of
-// them returning false means the client is gone: generation stops and the slot is freed within
-// one step. Throws when generation failed.
-CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job, int choice, bool stream,
-                          const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
+// A request's generation (one choice) on the slot of `lease`: its prompt here, on its HTTP thread,
+// then its tokens in the decode loop (batched with the other slots'). on_prompt gets the prompt's
+// logprobs and on_delta the text as it is released (streamed requests); alive() is asked whenever
+// nothing came for 100 ms. Any of them returning false means the client is gone: generation stops
+// within one step. The slot comes back into `lease` for the next choice (a request keeps its slot
+// for all its choices); when generation failed, it is given back and this throws.
+CompletionResult generate(Server::Impl& s, std::optional<SlotPool::Lease>& lease, const Job& job, int choice,
+                          bool stream, const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
                           const std::function<bool(const Delta&)>& on_delta, const std::function<bool()>& alive) {
-  lease.use_model(job.model);
-  Completion c(lease.engine(), *s.tokenizer, job.prompt, choice_settings(job, choice));
+  lease->use_model(job.model);
+  Completion c(lease->engine(), *s.tokenizer, job.prompt, choice_settings(job, choice));
   const std::vector<TokenLogprob>& prompt_scores = c.prefill();
   if (on_prompt && !on_prompt(prompt_scores)) {
     c.cancel();
     return c.result();
   }
-  std::shared_ptr<Run> run = s.decoder.start(std::move(lease), std::move(c), stream);
+  std::shared_ptr<Run> run = s.decoder.start(std::move(*lease), std::move(c), stream);
+  lease.reset();
   bool here = true;
   for (bool ended = false; !ended;) {
     std::vector<Delta> deltas;
@@ -199,6 +194,7 @@ CompletionResult generate(Server::Impl& s, SlotPool::Lease lease, const Job& job
     if (!here) run->cancel();
   }
   if (!run->error().empty()) throw std::runtime_error(run->error());
+  lease.emplace(run->take_lease());
   CompletionResult r = run->result();
   r.cancelled = r.cancelled || !here;
   return r;
@@ -227,18 +223,16 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
         std::vector<CompletionResult> results;
         bool ok = true;
         try {
-          // The choices one after the other, each on a slot of its own lease (the first one's
-          // was taken before the answer began).
+          // The choices one after the other, on the slot taken before the answer began.
+          const int slot = st->lease->slot();
           for (int i = 0; ok && i < st->job.req.n; ++i) {
-            if (!lease_slot(s.slots, st->lease)) throw s.no_slot();
-            const int slot = st->lease->slot();
             st->writer.set_choice(i);
             const uint64_t seed = tool_call_seed(st->job, i);
             ToolCallStream calls(s.tool_format, st->job.req.tools, seed);  // with tools: calls go out as written
             // The first chunk carries the role (chat) or the echoed prompt with its logprobs
             // (completions), so it goes out once the prompt is evaluated.
             CompletionResult r = generate(
-                s, std::move(*st->lease), st->job, i, /*stream=*/true,
+                s, st->lease, st->job, i, /*stream=*/true,
                 [&](const std::vector<TokenLogprob>& prompt_scores) {
                   return ok = write(sse(st->writer.first(st->job.echo_text, prompt_scores)));
                 },
@@ -253,7 +247,6 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
                   return ok;
                 },
                 [&] { return ok = sink.is_writable(); });
-            st->lease.reset();
             if (st->job.tools && ok && !r.cancelled) {  // the held text: calls, or content after all
               take_tool_calls(s, st->job, seed, r);
               if (r.tool_calls.empty() && calls.calls_started() == 0 && !calls.held().empty())
@@ -266,11 +259,9 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
             s.metrics.count_completion(r);
             results.push_back(std::move(r));
           }
+          st->lease.reset();
           if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(total_usage(results))));
           ok = ok && write("data: [DONE]\n\n");
-        } catch (const ApiError& e) {  // no slot for the next choice
-          s.log(route + ": " + e.what());
-          ok = ok && write(sse(e.body()));
         } catch (const std::exception& e) {  // after the headers: an error event, and no [DONE]
           s.log(route + ": generation failed: " + e.what());
           ok = ok &&
@@ -307,18 +298,17 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
     return stream_answer(*this, res, std::move(*lease), std::move(job), std::move(header), http_req.path);
   const int fd = client_socket();
   std::vector<CompletionResult> results;
-  for (int i = 0; i < job.req.n; ++i) {  // the choices one after the other
-    if (!lease_slot(slots, lease)) return send_error(res, no_slot());
-    const int slot = lease->slot();
-    CompletionResult r = generate(*this, std::move(*lease), job, i, /*stream=*/false, nullptr, nullptr,
-                                  [fd] { return client_alive(fd); });
-    lease.reset();
+  const int slot = lease->slot();
+  for (int i = 0; i < job.req.n; ++i) {  // the choices one after the other, on the one slot
+    CompletionResult r =
+        generate(*this, lease, job, i, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
     take_tool_calls(*this, job, tool_call_seed(job, i), r);
     log(http_req.path + " slot " + std::to_string(slot) + choice_name(job, i) + ": " + summary(r));
     metrics.count_completion(r);
     if (r.cancelled) return;  // the client closed its side: httplib writes nothing to such a socket
     results.push_back(std::move(r));
   }
+  lease.reset();
   send_json(res,
             response_json(header, results, *tokenizer, job.req.logprobs >= 0, job.req.echo ? &job.echo_text : nullptr));
 }

@@ -21,6 +21,8 @@ using Clock = std::chrono::steady_clock;
 // What the thread handling a connection knows about it, for the handlers it calls.
 struct Connection {
   int fd = -1;
+  uint64_t id = 0;  // in arrival order
+  HttpServer* server = nullptr;
   bool close_after_response = false;
 };
 thread_local Connection* current = nullptr;
@@ -141,6 +143,10 @@ void close_connection_after_response() {
   if (current) current->close_after_response = true;
 }
 
+void headers_received() {
+  if (current) current->server->headers_received(current->id);
+}
+
 int client_socket() { return current ? current->fd : -1; }
 
 bool client_alive(int fd) {
@@ -165,6 +171,21 @@ void HttpServer::leave(const std::string& address) {
   if (--connections_[address] == 0) connections_.erase(address);
 }
 
+void HttpServer::wait_for_headers(uint64_t id, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  waiting_for_headers_[id] = fd;
+  if (waiting_for_headers_.size() > size_t(limits_.max_connections_sending_headers)) {
+    // The oldest socket is still open: its thread takes it out of the map before closing it.
+    ::shutdown(waiting_for_headers_.begin()->second, SHUT_RD);
+    waiting_for_headers_.erase(waiting_for_headers_.begin());
+  }
+}
+
+void HttpServer::headers_received(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  waiting_for_headers_.erase(id);
+}
+
 bool HttpServer::process_and_close_socket(socket_t sock) {
   ConnectionStream strm(sock, limits_.write_timeout);
   std::string address;
@@ -174,16 +195,28 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   if (!admit(address)) {
     refuse_connection(sock, limits_.max_connections_per_address);
     if (on_refused_) on_refused_(429, address);
-    linger(sock, std::chrono::milliseconds(0));  // what has arrived: a refusal must not hold a thread
+    // A lingering close, so that a client still sending its request reads the 429 rather than a
+    // reset; a refusal holds a thread meanwhile, so only a few linger at once.
+    const bool may_linger = lingering_refusals_.fetch_add(1) < kMaxLingeringRefusals;
+    linger(sock, may_linger ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(0));
+    --lingering_refusals_;
   } else {
-    Connection conn{.fd = sock};
+    Connection conn{.fd = sock, .server = this};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      conn.id = next_connection_++;
+    }
     current = &conn;
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-      if (!strm.next_request(std::chrono::seconds(keep_alive_timeout_sec_))) break;
-      strm.set_deadline(Clock::now() + limits_.request_timeout);
+      wait_for_headers(conn.id, sock);  // until the routing (pre-routing handler) calls headers_received()
+      const bool more = strm.next_request(std::chrono::seconds(keep_alive_timeout_sec_));
       bool closed = false;
-      ok = process_request(strm, /*close_connection=*/left == 1 || conn.close_after_response, closed, nullptr);
-      if (!ok || closed || conn.close_after_response) break;
+      if (more) {
+        strm.set_deadline(Clock::now() + limits_.request_timeout);
+        ok = process_request(strm, /*close_connection=*/left == 1 || conn.close_after_response, closed, nullptr);
+      }
+      headers_received(conn.id);  // none came, or httplib refused the request before routing it
+      if (!more || !ok || closed || conn.close_after_response) break;
     }
     current = nullptr;
     if (conn.close_after_response) linger(sock, std::chrono::seconds(1));

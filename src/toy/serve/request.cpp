@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_set>
 
 #include "toy/engines/json_schema.h"
 
@@ -190,6 +191,13 @@ std::string content_text(const json& content, const std::string& param) {
   return text;
 }
 
+// The 400 for JSON text (`what`: "the request body", "'param'") nested deeper than kMaxJsonDepth.
+ApiError too_deep_error(const std::string& what, const std::string& param) {
+  return ApiError(
+      400, what + " nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) + " levels, the limit",
+      param, "json_too_deep");
+}
+
 // An assistant turn's tool calls as templates read them: OpenAI sends `arguments` as a JSON
 // string, chat templates write it with `tojson` and expect the object.
 json template_tool_calls(const json& calls, const std::string& param) {
@@ -202,7 +210,9 @@ json template_tool_calls(const json& calls, const std::string& param) {
     if (!fn || !fn->is_object()) throw ApiError(400, "'" + pp + ".function' must be an object", pp + ".function");
     if (!string(*fn, "name")) throw ApiError(400, "'" + pp + ".function.name' is required", pp + ".function.name");
     if (const auto args = string(*fn, "arguments")) {
-      json parsed = json::parse(*args, nullptr, false);
+      bool too_deep = false;
+      json parsed = parse_json_text(*args, &too_deep);
+      if (too_deep) throw too_deep_error("'" + pp + ".function.arguments'", pp + ".function.arguments");
       if (parsed.is_object()) out[i]["function"]["arguments"] = std::move(parsed);
     }
   }
@@ -464,29 +474,36 @@ std::vector<EmbeddingInput> parse_embedding_inputs(const json& body) {
 
 }  // namespace
 
-json parse_json_body(std::string_view text) {
+json parse_json_text(std::string_view text, bool* too_deep) {
   // The parser is iterative, so depth costs it no stack; the callback refuses the first array
   // or object that opens below kMaxJsonDepth, before anything below it is built.
-  bool too_deep = false;
-  const auto depth_check = [&too_deep](int depth, json::parse_event_t event, json&) {
+  bool deep = false;
+  const auto depth_check = [&deep](int depth, json::parse_event_t event, json&) {
     if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth)
-      too_deep = true;
-    return !too_deep;
+      deep = true;
+    return !deep;
   };
   json j = json::parse(text, depth_check, /*allow_exceptions=*/false);
-  if (too_deep)
-    throw ApiError(
-        400,
-        "the request body nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) + " levels, the limit",
-        "", "json_too_deep");
+  if (too_deep) *too_deep = deep;
+  return deep ? json(json::value_t::discarded) : j;
+}
+
+json parse_json_body(std::string_view text) {
+  bool too_deep = false;
+  json j = parse_json_text(text, &too_deep);
+  if (too_deep) throw too_deep_error("the request body", "");
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "", "invalid_json");
   return j;
 }
 
-std::vector<LoraScale> parse_lora_scales(const json& v, const std::string& param) {
+std::vector<LoraScale> parse_lora_scales(const json& v, const std::string& param, size_t n_adapters) {
   if (!v.is_array()) throw wrong_type(param, "an array of {\"id\", \"scale\"} objects", v);
+  if (v.size() > n_adapters)
+    throw bad_request(param, "lists " + std::to_string(v.size()) + " adapters; the server has " +
+                                 std::to_string(n_adapters) + " (see GET /lora-adapters)");
   std::vector<LoraScale> out;
+  std::unordered_set<int64_t> listed;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string p = param + "[" + std::to_string(i) + "]";
     if (!v[i].is_object()) throw wrong_type(p, "an object with \"id\" and \"scale\"", v[i]);
@@ -499,8 +516,7 @@ std::vector<LoraScale> parse_lora_scales(const json& v, const std::string& param
       throw ApiError(e.status, "'" + p + "." + std::string(e.what()).substr(1), p + "." + e.param, e.code);
     }
     if (!id || !scale) throw ApiError(400, "'" + p + "' needs \"id\" and \"scale\"", p, "missing_field");
-    for (const LoraScale& l : out)
-      if (l.id == *id) throw bad_request(p, "adapter " + std::to_string(*id) + " is listed twice");
+    if (!listed.insert(*id).second) throw bad_request(p, "adapter " + std::to_string(*id) + " is listed twice");
     out.push_back({.id = *id, .scale = float(*scale)});
   }
   return out;
@@ -537,7 +553,7 @@ std::vector<int32_t> parse_detokenize(const json& body, int64_t n_vocab) {
   return ids;
 }
 
-CompletionRequest parse_request(const json& body, Endpoint endpoint) {
+CompletionRequest parse_request(const json& body, Endpoint endpoint, size_t n_adapters) {
   if (!body.is_object())
     throw ApiError(400, "the request body must be a JSON object, got " + json_type(body), "", "invalid_body");
   CompletionRequest r;
@@ -578,7 +594,7 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint) {
   }
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.cache_prompt = boolean(body, "cache_prompt").value_or(true);
-  if (const json* l = field(body, "lora")) r.lora = parse_lora_scales(*l, "lora");
+  if (const json* l = field(body, "lora")) r.lora = parse_lora_scales(*l, "lora", n_adapters);
 
   if (endpoint == Endpoint::Chat) {
     const bool lp = boolean(body, "logprobs").value_or(false);

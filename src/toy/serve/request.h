@@ -78,18 +78,26 @@ constexpr size_t kMaxIgnoredFields = 8;
 // built: deep values cost stack in everything recursive that touches them (dump, templates).
 constexpr int kMaxJsonDepth = 64;
 
+// JSON text from a client (or from the model) as a value; discarded when it is not JSON or nests
+// deeper than kMaxJsonDepth (then *too_deep is set, if given). Every JSON text the server parses
+// goes through here: the body, and strings that hold JSON (tool-call arguments, tool calls in
+// an answer).
+nlohmann::ordered_json parse_json_text(std::string_view text, bool* too_deep = nullptr);
+
 // A request body as JSON; throws ApiError(400) when it is not JSON or nests deeper than
 // kMaxJsonDepth. Every route's body goes through here.
 nlohmann::ordered_json parse_json_body(std::string_view text);
 
 // Throws ApiError(400) for a body that is not an object, wrong types, bad ranges, missing fields.
-CompletionRequest parse_request(const nlohmann::ordered_json& body, Endpoint endpoint);
+// `n_adapters`: the LoRA adapters the server has (for `lora`, see parse_lora_scales).
+CompletionRequest parse_request(const nlohmann::ordered_json& body, Endpoint endpoint, size_t n_adapters);
 
 // `lora` of a request, or POST /lora-adapters' body (`param` names it in errors):
-// [{"id": integer, "scale": number}, ...], each id at most once, |scale| ≤ kMaxLoraScale. The ids
-// are checked against the adapters the server has by AdapterModels. Throws ApiError(400).
+// [{"id": integer, "scale": number}, ...], at most `n_adapters` entries, each id at most once,
+// |scale| ≤ kMaxLoraScale. The ids are checked against the adapters the server has by
+// AdapterModels. Throws ApiError(400).
 constexpr double kMaxLoraScale = 100;
-std::vector<LoraScale> parse_lora_scales(const nlohmann::ordered_json& v, const std::string& param);
+std::vector<LoraScale> parse_lora_scales(const nlohmann::ordered_json& v, const std::string& param, size_t n_adapters);
 
 // POST /v1/embeddings: OpenAI's request. `input` is a string, an array of strings, an array of
 // token ids or an array of such arrays: one embedding per string or id list, in order.

@@ -66,6 +66,12 @@ std::string printable(std::string text) {
   return text;
 }
 
+ApiError too_large_error(size_t max_body_bytes) {
+  return ApiError(
+      413, "The request body is larger than the limit of " + std::to_string(max_body_bytes) + " bytes (see --max-body)",
+      "", "request_too_large");
+}
+
 // Wraps a handler so that an ApiError becomes its error response.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
   return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
@@ -89,6 +95,19 @@ httplib::Server::HandlerWithContentReader Server::Impl::with_body(BodyHandler fn
         throw ApiError(415, "multipart form bodies are not accepted; send the JSON request as the body", "",
                        "unsupported_media_type");
       }
+      // A Content-Length that is not a count, or over the limit, is answered now (httplib would
+      // first wait for that many bytes, or for a negative one read as 2^64 - 1, until --timeout).
+      if (req.has_header("Content-Length")) {
+        const std::string length = req.get_header_value("Content-Length");
+        if (length.empty() || length.find_first_not_of("0123456789") != std::string::npos) {
+          close_connection_after_response();
+          throw ApiError(400, "The Content-Length header is not a number of bytes", "", "invalid_content_length");
+        }
+        if (length.size() > 19 || std::stoull(length) > config.max_body_bytes) {  // 19 digits fit in 64 bits
+          close_connection_after_response();
+          throw too_large_error(config.max_body_bytes);
+        }
+      }
       // Whatever the content type says (curl -d sends application/x-www-form-urlencoded, which
       // httplib would cap at 8 KiB), the body is read as bytes and parsed as JSON. The limit holds
       // for every transfer encoding: httplib checks only a Content-Length, not chunked bodies.
@@ -101,10 +120,7 @@ httplib::Server::HandlerWithContentReader Server::Impl::with_body(BodyHandler fn
       });
       if (too_large || res.status == 413) {
         close_connection_after_response();
-        throw ApiError(413,
-                       "The request body is larger than the limit of " + std::to_string(config.max_body_bytes) +
-                           " bytes (see --max-body)",
-                       "", "request_too_large");
+        throw too_large_error(config.max_body_bytes);
       }
       if (!complete) {
         close_connection_after_response();
@@ -233,7 +249,7 @@ void Server::Impl::adapter_routes() {
   });
   http.Post("/lora-adapters",
             with_body([this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-              adapters.set_global_scales(parse_lora_scales(parse_json_body(body), "lora-adapters"));
+              adapters.set_global_scales(parse_lora_scales(parse_json_body(body), "lora-adapters", adapters.size()));
               send_json(res, {{"success", true}});
             }));
 }
@@ -270,9 +286,12 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
   });
   h.set_default_headers({{"Access-Control-Allow-Origin", "*"}, {"Server", "toy/" TOY_VERSION}});
   h.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    headers_received();  // the connection no longer counts against max_connections_sending_headers
     if (s.config.api_key.empty() || req.method == "OPTIONS" || req.path == "/health")
       return httplib::Server::HandlerResponse::Unhandled;
-    if (authorized(req.get_header_value("Authorization"), s.config.api_key))
+    // The header's whole value: get_header_value() ends it at its first NUL byte.
+    const auto header = req.headers.find("Authorization");
+    if (header != req.headers.end() && authorized(header->second, s.config.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "Incorrect API key provided", "", "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
@@ -284,7 +303,9 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
     static const std::set<std::string> methods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
     if (res.status == 404)
       send_error(res, no_route(req));
-    else if (res.status == 400 && !methods.count(req.method))  // httplib stops before it reads the path
+    else if (res.status == 400 && !methods.count(req.method) && !req.target.empty() &&
+             req.version.starts_with("HTTP/1."))
+      // A request line of three words, but a method httplib does not take: it stops there.
       send_error(res, ApiError(405, req.method + " is not a method this server takes (GET, POST, OPTIONS)", "",
                                "method_not_allowed"));
     else if (res.status == 413)
@@ -295,6 +316,12 @@ Server::Server(const Model& model, std::shared_ptr<const Tokenizer> tokenizer, C
       send_error(res, ApiError(res.status < 500 ? res.status : 400,
                                "The request is not valid HTTP (" + std::to_string(res.status) + ")", "",
                                "invalid_http_request"));
+    // A request httplib could not parse leaves the connection at an unknown place: the rest of its
+    // bytes are no next request.
+    if (res.status == 400 || res.status == 405) {
+      close_connection_after_response();
+      res.set_header("Connection", "close");
+    }
     return httplib::Server::HandlerResponse::Handled;
   }));
   h.set_exception_handler([&s](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

@@ -26,10 +26,13 @@ namespace toy::serve {
 //  * connections: httplib reads a request with a timeout per read, so a client sending a byte a
 //    second holds a thread for as long as it likes, and ~50 of them starve every route. Here
 //    each connection is served by process_and_close_socket() below: a client address may hold
-//    at most `max_connections_per_address` connections at once (more get 429 and are closed),
+//    at most `max_connections_per_address` connections at once (more get 429 and are closed
+//    lingering: what they still send is read and dropped for up to a second, a few at once),
 //    and a request (its line, headers and body) must arrive whole within `request_timeout`
 //    of its first byte (else the connection is closed; a body cut short gets 408); an idle
-//    keep-alive connection is closed after httplib's keep-alive timeout (5 s);
+//    keep-alive connection is closed after httplib's keep-alive timeout (5 s); at most
+//    `max_connections_sending_headers` connections, from all addresses, wait for a request's
+//    headers at once: a new one closes the one that has waited longest;
 //  * widen_backlog: 0.11 listens with a backlog of 5, so a burst of clients connecting at once
 //    would see SYN retries of a second or more;
 //  * halt: stop() works only once the accept loop runs; halt() closes the socket whenever it is
@@ -40,6 +43,10 @@ class HttpServer : public httplib::Server {
     std::chrono::seconds request_timeout{30};  // line + headers + body, from the request's first byte
     std::chrono::seconds write_timeout{30};    // one write may stall this long
     int max_connections_per_address = 16;
+    // Connections waiting for a request's headers (idle keep-alive ones too), all addresses
+    // together; one more closes the one that has waited longest. Below the thread count, so
+    // that slow clients from many addresses cannot hold every thread.
+    int max_connections_sending_headers = 32;
   };
   void set_limits(const Limits& limits) { limits_ = limits; }
   // Told of each connection refused before a request was read (429 over the per-address limit),
@@ -52,16 +59,28 @@ class HttpServer : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override;
   bool admit(const std::string& address);  // counts a connection of `address`; false: at the limit
   void leave(const std::string& address);
+  // A connection waits for a request's headers from wait_for_headers() until headers_received();
+  // over the limit, the longest-waiting one is closed (its reads see end-of-file).
+  void wait_for_headers(uint64_t id, int fd);
+  void headers_received(uint64_t id);
+  friend void headers_received();
+
+  static constexpr int kMaxLingeringRefusals = 8;  // refused connections drained for a second at once
 
   Limits limits_;
   std::function<void(int, const std::string&)> on_refused_;
+  std::atomic<int> lingering_refusals_{0};
   std::mutex mu_;
   std::map<std::string, int> connections_;  // open connections per client address
+  uint64_t next_connection_ = 0;
+  std::map<uint64_t, int> waiting_for_headers_;  // connection number (in arrival order) → socket
 };
 
 // Marks the connection of the request being handled to be closed after its response (a body
 // that was not read to its end cannot be followed by another request).
 void close_connection_after_response();
+// Marks the connection of the request being handled as past its headers (see HttpServer).
+void headers_received();
 // A POST route's handler: the request and its body, read whatever the content type says (it is
 // JSON by contract) and at most --max-body bytes.
 using BodyHandler = std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;

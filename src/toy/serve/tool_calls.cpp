@@ -8,6 +8,7 @@
 
 #include "toy/engines/grammar.h"
 #include "toy/engines/json_schema.h"
+#include "toy/serve/request.h"
 
 namespace toy::serve {
 namespace {
@@ -41,7 +42,7 @@ std::optional<ToolCall> call_from_json(const json& j, const json& tools, std::mt
   json args = json::object();
   for (const char* key : {"arguments", "parameters"})
     if (j.contains(key)) args = j[key];
-  if (args.is_string()) args = json::parse(args.get<std::string>(), nullptr, false);
+  if (args.is_string()) args = parse_json_text(args.get<std::string>());
   if (!args.is_object()) return std::nullopt;
   return ToolCall{call_id(rng), name, args.dump()};
 }
@@ -128,8 +129,7 @@ ToolAnswer hermes(const std::string& text, const json& tools, std::mt19937_64& r
   while (at != std::string::npos) {
     const size_t end = text.find(close, at + open.size());
     if (end == std::string::npos) return {text, {}};  // cut short: not a call
-    auto call =
-        call_from_json(json::parse(text.substr(at + open.size(), end - at - open.size()), nullptr, false), tools, rng);
+    auto call = call_from_json(parse_json_text(text.substr(at + open.size(), end - at - open.size())), tools, rng);
     if (!call) return {text, {}};
     a.calls.push_back(std::move(*call));
     at = text.find(open, end + close.size());
@@ -143,7 +143,7 @@ ToolAnswer llama3(const std::string& text, const json& tools, std::mt19937_64& r
   std::string t = trim(text);
   if (t.rfind("<|python_tag|>", 0) == 0) t = trim(t.substr(14));
   if (t.empty() || t[0] != '{') return {text, {}};
-  auto call = call_from_json(json::parse(t, nullptr, false), tools, rng);
+  auto call = call_from_json(parse_json_text(t), tools, rng);
   if (!call) return {text, {}};
   return {"", {std::move(*call)}};
 }
@@ -153,7 +153,7 @@ ToolAnswer mistral(const std::string& text, const json& tools, std::mt19937_64& 
   std::string t = trim(text);
   if (t.rfind("[TOOL_CALLS]", 0) == 0) t = trim(t.substr(12));
   if (t.empty() || t[0] != '[') return {text, {}};
-  const json calls = json::parse(t, nullptr, false);
+  const json calls = parse_json_text(t);
   if (!calls.is_array() || calls.empty()) return {text, {}};
   ToolAnswer a;
   for (const json& c : calls) {
@@ -196,7 +196,7 @@ ToolAnswer parse_tool_calls(const std::string& text, ToolFormat f, const json& t
   const std::vector<PartialCall> shown = partial_tool_calls(text, f, tools);
   for (size_t i = 0; i < std::min(shown.size(), a.calls.size()); ++i)
     if (shown[i].name == a.calls[i].name &&
-        json::parse(shown[i].arguments, nullptr, false) == json::parse(a.calls[i].arguments))
+        parse_json_text(shown[i].arguments) == parse_json_text(a.calls[i].arguments))
       a.calls[i].arguments = shown[i].arguments;
   return a;
 }
