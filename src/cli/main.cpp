@@ -20,6 +20,7 @@ void print_overview() {
   std::cout
       << "\n  toy help COMMAND     options of one command (or toy COMMAND --help)\n  toy --version        version\n"
          "  toy --manifest       every command, flag and exit code as JSON\n"
+         "  toy --list-devices   the CPU and the Vulkan devices (toy devices)\n"
          "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 130 interrupted\n";
 }
 }  // namespace
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     std::cout << manifest_json() << "\n";
     return kOk;
   }
+  if (args[0] == "--list-devices") args[0] = "devices";  // llama.cpp's spelling
   // `toy help CMD …` is `toy CMD … --help`.
   if (args[0] == "help" && args.size() >= 2) {
     args.erase(args.begin());
