@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -569,11 +570,13 @@ TEST(PrimitiveGradients, MoeFfn) {
       19);
 }
 
-// Metadata that means nothing physically (a rope base of 0 or NaN, a NaN epsilon) and weights
-// holding NaN are refused at load, naming the key or the tensor (#22: they generated garbage).
+// Metadata that means nothing physically (a rope base of 0 or NaN, a NaN epsilon, a gemma2 soft-cap
+// of 0, which divides by zero, #37) and weights holding NaN are refused at load, naming the key or
+// the tensor (#22: they generated garbage).
 TEST(Archs, MeaninglessMetadataAndNanWeightsAreRefusedAtLoad) {
   TOY_REQUIRE_FIXTURE(path, "models/smollm2/smollm2-f32.gguf");
   TOY_REQUIRE_FIXTURE(q8, "models/smollm2/smollm2-q8_0.gguf");
+  TOY_REQUIRE_FIXTURE(gemma2, "models/gemma2/gemma2-f32.gguf");
   // The file at `in` with one key set to `v` (none when key is empty) and the first value of
   // tensor `bad` (its first scale, for Q8_0) made NaN.
   auto write = [](const fs::path& in, const std::string& out_name, const std::string& key, gguf::Value v,
@@ -611,10 +614,14 @@ TEST(Archs, MeaninglessMetadataAndNanWeightsAreRefusedAtLoad) {
       {"llama.attention.layer_norm_rms_epsilon", Value::of_f32(std::nanf(""))},
       {"llama.attention.layer_norm_rms_epsilon", Value::of_f32(-1e-5f)},
       {"llama.rope.dimension_count", Value::of_u32(7)},
-      {"llama.attention.head_count_kv", Value::of_u32(0)}};
+      {"llama.attention.head_count_kv", Value::of_u32(0)},
+      {"gemma2.attn_logit_softcapping", Value::of_f32(0.0f)},
+      {"gemma2.attn_logit_softcapping", Value::of_f32(-50.0f)},
+      {"gemma2.final_logit_softcapping", Value::of_f32(0.0f)},
+      {"gemma2.final_logit_softcapping", Value::of_f32(std::numeric_limits<float>::infinity())}};
   for (const auto& [key, v] : bad_keys) {
     try {
-      load(write(path, "meta_bad.gguf", key, v, ""));
+      load(write(key.starts_with("gemma2.") ? gemma2 : path, "meta_bad.gguf", key, v, ""));
       ADD_FAILURE() << key << " = " << v.to_display() << " was accepted";
     } catch (const gguf::GgufError& e) {
       EXPECT_NE(std::string(e.what()).find(key.substr(6)), std::string::npos) << e.what();

@@ -209,6 +209,13 @@ TEST(Eval, UsageErrors) {
   EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 64").code, 3);  // fewer tokens than one chunk
   EXPECT_EQ(run_toy("eval " + m + " --file /nonexistent.txt").code, 3);
   EXPECT_EQ(run_toy("eval " + m + " --ids 1,2 --top-k -1").code, 2);
+  // Windows too short to score a token (#37: they exited 3, as if the file were bad).
+  for (const char* flags : {"--ctx 1", "--ctx 2", "--ctx 1 --stride 1"}) {
+    const auto e = run_toy("eval " + m + " --file " + path + " " + flags);
+    EXPECT_EQ(e.code, 2) << flags << ": " << e.err;
+    EXPECT_NE(e.err.find("scores nothing: give at least"), std::string::npos) << flags << ": " << e.err;
+  }
+  EXPECT_EQ(run_toy("eval " + m + " --file " + path + " --ctx 2 --stride 1").code, 0);  // one token of context each
   // A short text still works with the strided method (one window).
   const auto r = run_toy("eval " + m + " --file " + path + " --ctx 64 --stride 32 --json");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -161,6 +163,42 @@ TEST(Lora, MismatchedOrMalformedAdaptersExit3) {
   EXPECT_NE(r.err.find("not a LoRA adapter"), std::string::npos) << r.err;
   // A scale that is not a number is a usage error.
   EXPECT_EQ(run_toy("eval " + base.string() + " --ids 1,2,3 --lora-scaled " + adapter.string() + " x").code, 2);
+}
+
+// An adapter holding a NaN or an infinity is refused when read, as a model's weights are (#37 item
+// 4): eval scored every token nan with it, and export wrote a merged model toy itself refuses.
+// read_lora() is the loader of every command (serve's --lora too).
+TEST(Lora, NonFiniteAdaptersAreRefused) {
+  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
+  TOY_REQUIRE_FIXTURE(adapter, "train/lora-smollm2-init.gguf");
+  const LoraAdapter good = read_lora(adapter.string());
+  for (const float bad_value : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    SCOPED_TRACE(bad_value);
+    LoraAdapter bad = good;
+    LoraPair& pair = bad.pairs.begin()->second;                // blk.0.attn_k.weight
+    Tensor& edited = std::isnan(bad_value) ? pair.A : pair.B;  // a NaN in lora_a, an infinity in lora_b
+    edited = edited.clone();
+    edited.data_mut()[5] = bad_value;
+    const std::string path = tmp("nonfinite.gguf");
+    write_lora(bad, path);
+    const std::string says = std::string("tensor blk.0.attn_k.weight") +
+                             (std::isnan(bad_value) ? ".lora_a" : ".lora_b") + " holds NaN or infinite values";
+    try {
+      read_lora(path);
+      ADD_FAILURE() << "read_lora accepted it";
+    } catch (const gguf::GgufError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    const std::string merged = tmp("merged.gguf");
+    for (const std::string& command :
+         {"eval " + base.string() + " --ids 1,2,3", "infer " + base.string() + " --ids 1 -n 1",
+          "export " + base.string() + " -o " + merged}) {
+      const auto r = run_toy(command + " --lora " + path);
+      EXPECT_EQ(r.code, 3) << command << ": " << r.err;
+      EXPECT_NE(r.err.find(says), std::string::npos) << command << ": " << r.err;
+    }
+    EXPECT_FALSE(fs::exists(merged));
+  }
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -219,4 +220,32 @@ TEST(QuantizeCli, RefusesItsInputUnknownTypesAndBadFiles) {
   std::ofstream(d.dir / "text.gguf") << "not a gguf file";
   expect((d.dir / "text.gguf").string() + " " + (d.dir / "o.gguf").string() + " --dtype q8_0", 3, "text.gguf");
   EXPECT_FALSE(fs::exists(d.dir / "o.gguf"));
+}
+
+// A model with a NaN or an infinity in a weight is refused as a bad file (exit 3, naming the
+// tensor) before anything is written, as every command that loads it refuses it (#37 item 4: it
+// was converted without a word).
+TEST(QuantizeCli, RefusesNonFiniteWeights) {
+  TOY_REQUIRE_FIXTURE(f32_path, "models/llama2w256/llama2w256-f32.gguf");
+  TempDir d;
+  const auto f32 = gguf::GgufFile::open(f32_path.string());
+  for (const float bad_value : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+    SCOPED_TRACE(bad_value);
+    gguf::GgufWriter w;
+    for (const auto& [key, value] : f32->metadata()) w.set(key, value);
+    for (const gguf::TensorInfo& t : f32->tensors()) {
+      Tensor x = f32->tensor(t);
+      if (t.name == "blk.1.ffn_down.weight") {
+        x = x.clone();
+        x.data_mut()[7] = bad_value;
+      }
+      w.add_tensor(t.name, x);
+    }
+    const fs::path in = d.dir / "nonfinite.gguf", out = d.dir / "out.gguf";
+    w.write(in.string());
+    const auto r = test::run_toy("quantize " + in.string() + " " + out.string() + " --dtype q8_0 --quiet");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("tensor 'blk.1.ffn_down.weight' holds NaN or infinite values"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
 }

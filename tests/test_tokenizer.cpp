@@ -461,6 +461,20 @@ TEST(Tokenizer, MalformedVocabulariesGiveCleanErrors) {
   expect_error(w,
                "byte token 3 is '\xE2\x96\x81"
                "a', expected <0xXX>");
+  // #37: a type outside llama.cpp's enum (0 undefined … 6 byte), and a SentencePiece vocabulary
+  // (byte tokens) called bert, which llama.cpp aborts on.
+  for (const int32_t type : {7, -1}) {
+    w = small_spm();
+    w.set("tokenizer.ggml.token_type", Value::of_i32s({2, 3, 3, type, 1}));
+    expect_error(w, "tokenizer.ggml.token_type[3] = " + std::to_string(type) + " is not a token type");
+  }
+  w = small_spm();
+  w.set("tokenizer.ggml.model", Value::of_string("bert"));
+  w.set("tokenizer.ggml.tokens", Value::of_strings({"<unk>", "<s>", "</s>", "<0x0A>", "b"}));
+  w.set("tokenizer.ggml.token_type", Value::of_i32s({2, 3, 3, 6, 1}));
+  w.set("tokenizer.ggml.bos_token_id", Value::of_u32(1));
+  w.set("tokenizer.ggml.seperator_token_id", Value::of_u32(2));
+  expect_error(w, "token 3 '<0x0A>' is a byte token (token_type 6), which a bert vocabulary has not");
   w = small_spm();
   w.set("tokenizer.ggml.model", Value::of_string("t5"));
   expect_error(w, "unsupported tokenizer.ggml.model 't5'");

@@ -151,6 +151,10 @@ int score_file(const Args& a, const Loaded& l) {
     throw UsageError("--ctx " + std::to_string(o.n_ctx) + " exceeds the model's context of " +
                      std::to_string(cfg.n_ctx));
   if (o.stride < 0 || o.stride > o.n_ctx) throw UsageError("--stride must be between 0 (llama.cpp chunks) and --ctx");
+  // A chunk scores its second half but the last token; a sliding window its tokens after the first.
+  if (o.n_ctx < (o.stride == 0 ? 3 : 2))
+    throw UsageError("--ctx " + std::to_string(o.n_ctx) + " scores nothing: give at least " +
+                     (o.stride == 0 ? "3 (llama.cpp chunks)" : "2 (with --stride)"));
   if (o.max_windows < 0) throw UsageError("--chunks must be ≥ 0");
   o.bos = l.tokenizer->add_bos() ? l.tokenizer->bos() : -1;
   Progress bar("perplexity", 0, Progress::Unit::Count, "windows");

@@ -40,7 +40,7 @@ namespace toy {
 // v.key("context_length", h.n_ctx);                                      required
 // v.key("rope.freq_base", h.rope_base, 10000.0f);                        default when absent
 // v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-5f});     required in a file; a new model takes 1e-5
-// v.key("attn_logit_softcapping", h.softcap, 50.0f, Bound::NonNegative); 0 allowed
+// v.key("attention.ssmax", h.ssmax, int64_t(1), Bound::NonNegative);     0 allowed
 // v.key("full_attention_interval", h.every, int64_t(4), Fresh{int64_t(2)}); default 4, a new model 2
 // v.key("rope.dimension_sections", h.sections, std::vector<int64_t>{3, 3, 2, 0});  integer array
 // v.check(h.n_head % h.n_kv_head == 0, "…");                             a rule across keys

@@ -34,8 +34,8 @@ struct Gemma2 {
     float eps = 1e-6f;            // attention.layer_norm_rms_epsilon
     float rope_base = 10000.0f;   // rope.freq_base
     int64_t n_rot = 0;            // rope.dimension_count
-    float attn_softcap = 50.0f;   // attn_logit_softcapping (0: none)
-    float final_softcap = 30.0f;  // final_logit_softcapping (0: none)
+    float attn_softcap = 50.0f;   // attn_logit_softcapping (> 0: cap·tanh(x/cap))
+    float final_softcap = 30.0f;  // final_logit_softcapping (> 0)
     int64_t window = 4096;        // attention.sliding_window
     int64_t swa_pattern = 2;      // layer l is local when l % swa_pattern < swa_pattern − 1
     bool is_local(int64_t layer) const { return layer % swa_pattern < swa_pattern - 1; }
@@ -45,8 +45,9 @@ struct Gemma2 {
     decoder_keys(v, h);
     v.key("attention.layer_norm_rms_epsilon", h.eps, Required{1e-6f});
     rope_keys(v, h);
-    v.key("attn_logit_softcapping", h.attn_softcap, 50.0f, Bound::NonNegative);
-    v.key("final_logit_softcapping", h.final_softcap, 30.0f, Bound::NonNegative);
+    // Absent: llama.cpp's defaults. A cap of 0 divides by zero in llama.cpp (x/cap): refused.
+    v.key("attn_logit_softcapping", h.attn_softcap, 50.0f);
+    v.key("final_logit_softcapping", h.final_softcap, 30.0f);
     v.key("attention.sliding_window", h.window, int64_t(4096));
     v.key("attention.sliding_window_pattern", h.swa_pattern, int64_t(2));
   }
@@ -88,10 +89,10 @@ struct Gemma2 {
     Tensor x = scale(embedding(w.token_embd, tokens), std::sqrt(float(h.d_model)));  // [B, T, D]
     for (int64_t l = 0; l < h.n_layer; ++l)
       x = sandwich_norm_block(w.blk[size_t(l)], h.is_local(l) ? local : global, h.eps, x, angles, ctx, l);
-    x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);             // [B, T, D]
-    if (ctx.hidden_states) return x;                                         // [B, T, D]
-    Tensor logits = linear(x, w.token_embd);                                 // [B, T, V]
-    return h.final_softcap > 0 ? softcap(logits, h.final_softcap) : logits;  // [B, T, V]
+    x = rms_norm(logit_positions(x, ctx), w.output_norm, h.eps);  // [B, T, D]
+    if (ctx.hidden_states) return x;                              // [B, T, D]
+    Tensor logits = linear(x, w.token_embd);                      // [B, T, V]
+    return softcap(logits, h.final_softcap);                      // [B, T, V]
   }
 };
 

@@ -49,6 +49,7 @@ LoraAdapter read_lora(const std::string& path) {
     const bool is_a = ends_with(t.name, kSuffixA), is_b = ends_with(t.name, kSuffixB);
     if (!is_a && !is_b) fail("tensor " + t.name + " is neither <name>.lora_a nor <name>.lora_b");
     if (t.shape.size() != 2) fail("tensor " + t.name + " has shape " + to_string(t.shape) + ", expected 2 dimensions");
+    if (!f.finite(t)) fail("tensor " + t.name + " holds NaN or infinite values");  // as a model's weights
     (is_a ? as : bs)[t.name.substr(0, t.name.size() - 7)] = f.tensor(t);
   }
   if (as.empty()) fail("the adapter has no tensors");

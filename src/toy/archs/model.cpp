@@ -4,7 +4,6 @@
 
 #include "toy/archs/arch.h"
 #include "toy/io/file_type.h"
-#include "toy/tensor/quant.h"
 
 namespace toy {
 
@@ -13,54 +12,6 @@ using gguf::Value;
 
 namespace {
 constexpr int64_t kMaxInt = int64_t(1) << 24;
-
-// Whether a tensor's stored numbers are finite: every value of a float tensor, every scale of a
-// block-quantized one (the quantized digits themselves cannot be NaN). A model with a NaN or an
-// infinity in a weight computes garbage, so it is refused at load, as a bad file.
-bool half_finite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
-template <class Block, class... Scale>
-bool scales_finite(const void* p, uint64_t nbytes, Scale Block::*... scale) {
-  const Block* b = static_cast<const Block*>(p);
-  for (uint64_t i = 0; i < nbytes / sizeof(Block); ++i)
-    if (!(half_finite(b[i].*scale) && ...)) return false;
-  return true;
-}
-bool finite(DType t, const void* p, uint64_t nbytes) {
-  switch (t) {
-    case DType::F32: {
-      const uint32_t* u = static_cast<const uint32_t*>(p);
-      uint32_t bad = 0;
-      for (uint64_t i = 0; i < nbytes / 4; ++i) bad |= uint32_t((u[i] & 0x7f800000u) == 0x7f800000u);
-      return !bad;
-    }
-    case DType::F16:
-    case DType::BF16: {  // exponent bits all ones: 5 of them in a half, 8 in a bfloat16
-      const uint16_t exp = t == DType::F16 ? 0x7c00 : 0x7f80;
-      const uint16_t* u = static_cast<const uint16_t*>(p);
-      for (uint64_t i = 0; i < nbytes / 2; ++i)
-        if ((u[i] & exp) == exp) return false;
-      return true;
-    }
-    case DType::Q4_0:
-      return scales_finite(p, nbytes, &BlockQ4_0::d);
-    case DType::Q4_1:
-      return scales_finite(p, nbytes, &BlockQ4_1::d, &BlockQ4_1::m);
-    case DType::Q5_0:
-      return scales_finite(p, nbytes, &BlockQ5_0::d);
-    case DType::Q5_1:
-      return scales_finite(p, nbytes, &BlockQ5_1::d, &BlockQ5_1::m);
-    case DType::Q8_0:
-      return scales_finite(p, nbytes, &BlockQ8_0::d);
-    case DType::Q4_K:
-      return scales_finite(p, nbytes, &BlockQ4_K::d, &BlockQ4_K::dmin);
-    case DType::Q5_K:
-      return scales_finite(p, nbytes, &BlockQ5_K::d, &BlockQ5_K::dmin);
-    case DType::Q6_K:
-      return scales_finite(p, nbytes, &BlockQ6_K::d);
-    default:
-      return true;
-  }
-}
 }  // namespace
 
 // --- keys ----------------------------------------------------------------------------------
@@ -157,8 +108,7 @@ void TensorLoader::visit(const std::string& name, Tensor& t, std::initializer_li
   if (!dtype_supported(info->dtype))
     throw GgufError(f_->path() + ": tensor '" + name + "' has dtype " + std::string(toy::name(info->dtype)) +
                     ", which toy cannot compute with");
-  if (!finite(info->dtype, f_->tensor_data(*info), info->nbytes))
-    throw GgufError(f_->path() + ": tensor '" + name + "' holds NaN or infinite values");
+  if (!f_->finite(*info)) throw GgufError(f_->path() + ": tensor '" + name + "' holds NaN or infinite values");
   t = f_->tensor(*info);
   // Vectors (norms, biases), convolution taps, routers and positions are used as F32 (they are
   // small, so a converted copy costs nothing): the tensors llama-quantize leaves in F32.

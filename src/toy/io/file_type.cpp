@@ -150,6 +150,8 @@ void quantize_file(const GgufFile& in, const FileType& ft, const std::string& ou
   written.reserve(in.tensors().size());
   bool quantized = false;
   for (const TensorInfo& info_in : in.tensors()) {
+    if (!in.finite(info_in))
+      throw GgufError(in.path() + ": tensor '" + info_in.name + "' holds NaN or infinite values");
     Tensor t = in.tensor(info_in).set_name(info_in.name);
     const DType to = tensor_dtype(ft, t.name(), t.shape(), n_layer, tied, n_expert);
     try {

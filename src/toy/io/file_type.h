@@ -80,7 +80,8 @@ struct QuantizeStep {
 // and n_expert from `<arch>.expert_count`, and a tied output when there is no output.weight.
 // `converted` is called after each tensor is converted, then `bytes` (if given) follows the write
 // (GgufWriter::write).
-// Throws GgufError for a tensor toy cannot decode and std::runtime_error on I/O failure.
+// Throws GgufError for a tensor toy cannot decode or one holding NaN or infinite values (before
+// anything is written), std::runtime_error on I/O failure.
 void quantize_file(const GgufFile& in, const FileType& ft, const std::string& out,
                    const std::function<void(const QuantizeStep&)>& converted = {}, Progress* bytes = nullptr);
 

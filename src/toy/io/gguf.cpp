@@ -15,6 +15,7 @@
 
 #include "toy/io/output_file.h"
 #include "toy/io/progress.h"
+#include "toy/tensor/quant.h"
 
 namespace toy::gguf {
 
@@ -537,6 +538,56 @@ Tensor GgufFile::tensor(const TensorInfo& t) const {
   Tensor out = Tensor::view_of(t.shape, t.dtype, tensor_data(t), keep);
   out.set_name(t.name);
   return out;
+}
+
+namespace {
+bool half_finite(uint16_t h) { return (h & 0x7c00) != 0x7c00; }
+template <class Block, class... Scale>
+bool scales_finite(const void* p, uint64_t nbytes, Scale Block::*... scale) {
+  const Block* b = static_cast<const Block*>(p);
+  for (uint64_t i = 0; i < nbytes / sizeof(Block); ++i)
+    if (!(half_finite(b[i].*scale) && ...)) return false;
+  return true;
+}
+}  // namespace
+
+bool GgufFile::finite(const TensorInfo& t) const {
+  const void* p = tensor_data(t);
+  const uint64_t nbytes = t.nbytes;
+  switch (t.dtype) {
+    case DType::F32: {
+      const uint32_t* u = static_cast<const uint32_t*>(p);
+      uint32_t bad = 0;
+      for (uint64_t i = 0; i < nbytes / 4; ++i) bad |= uint32_t((u[i] & 0x7f800000u) == 0x7f800000u);
+      return !bad;
+    }
+    case DType::F16:
+    case DType::BF16: {  // exponent bits all ones: 5 of them in a half, 8 in a bfloat16
+      const uint16_t exp = t.dtype == DType::F16 ? 0x7c00 : 0x7f80;
+      const uint16_t* u = static_cast<const uint16_t*>(p);
+      for (uint64_t i = 0; i < nbytes / 2; ++i)
+        if ((u[i] & exp) == exp) return false;
+      return true;
+    }
+    case DType::Q4_0:
+      return scales_finite(p, nbytes, &BlockQ4_0::d);
+    case DType::Q4_1:
+      return scales_finite(p, nbytes, &BlockQ4_1::d, &BlockQ4_1::m);
+    case DType::Q5_0:
+      return scales_finite(p, nbytes, &BlockQ5_0::d);
+    case DType::Q5_1:
+      return scales_finite(p, nbytes, &BlockQ5_1::d, &BlockQ5_1::m);
+    case DType::Q8_0:
+      return scales_finite(p, nbytes, &BlockQ8_0::d);
+    case DType::Q4_K:
+      return scales_finite(p, nbytes, &BlockQ4_K::d, &BlockQ4_K::dmin);
+    case DType::Q5_K:
+      return scales_finite(p, nbytes, &BlockQ5_K::d, &BlockQ5_K::dmin);
+    case DType::Q6_K:
+      return scales_finite(p, nbytes, &BlockQ6_K::d);
+    default:
+      return true;
+  }
 }
 
 // --- writer -----------------------------------------------------------------------------

@@ -139,6 +139,10 @@ class GgufFile : public std::enable_shared_from_this<GgufFile> {
   const void* tensor_data(const TensorInfo& t) const { return base_ + data_offset_ + t.offset; }
   // A read-only tensor viewing the mapped bytes (zero copy); keeps the file mapped.
   Tensor tensor(const TensorInfo& t) const;
+  // Whether t's stored numbers are finite: every value of a float tensor, every scale of a
+  // block-quantized one (the quantized digits themselves cannot be NaN). Weights holding a NaN or an
+  // infinity compute garbage: models, adapters and quantize's sources are refused as bad files.
+  bool finite(const TensorInfo& t) const;
 
   std::string architecture() const { return opt_string("general.architecture").value_or(""); }
 

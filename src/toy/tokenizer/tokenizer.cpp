@@ -69,6 +69,11 @@ Metadata read_metadata(const gguf::GgufFile& f) {
     for (size_t k = 0; k < t->size(); ++k) {
       const Value x = t->at(k);
       if (!x.is_integer()) throw TokenizerError(f.path() + ": tokenizer.ggml.token_type must hold integers");
+      if (x.as_int() < 0 || x.as_int() > 6)
+        throw TokenizerError(f.path() + ": tokenizer.ggml.token_type[" + std::to_string(k) +
+                             "] = " + std::to_string(x.as_int()) +
+                             " is not a token type (0 undefined, 1 normal, 2 unknown, 3 control, 4 user-defined, 5 "
+                             "unused, 6 byte)");
       m.types.push_back(int32_t(x.as_int()));
     }
   if (const Value* g = array_of(f, "tokenizer.ggml.merges", true))
@@ -102,7 +107,7 @@ uint32_t attr_of_type(int32_t type) {
     case 6:
       return kByte;
     default:
-      return 0;  // undefined: renders as nothing
+      return 0;  // 0, undefined: renders as nothing (read_metadata refuses the rest)
   }
 }
 
@@ -279,6 +284,10 @@ void load_tokens(Vocab& v, Metadata& m, const Fail& fail) {
     v.attr[i] = m.types.empty() ? kNormal : attr_of_type(m.types[i]);
     const bool hex =
         t.size() == 6 && t.starts_with("<0x") && hex_digit(t[3]) >= 0 && hex_digit(t[4]) >= 0 && t[5] == '>';
+    if ((v.attr[i] & kByte) && v.algo == Algo::Wpm)  // llama.cpp aborts on a WordPiece byte token
+      throw fail("token " + std::to_string(i) + " '" + t +
+                 "' is a byte token (token_type 6), which a bert vocabulary has not: is tokenizer.ggml.model = "
+                 "'bert' right for this SentencePiece vocabulary?");
     if ((v.attr[i] & kByte) && !hex) throw fail("byte token " + std::to_string(i) + " is '" + t + "', expected <0xXX>");
     v.max_token_len = std::max(v.max_token_len, t.size());
   }
