@@ -252,8 +252,89 @@ TEST(Grammar, RandomTokensUnderTheMaskAreValidJson) {
     EXPECT_NE(std::string("cat dog a \"quoted\" one").find(j["kind"].get<std::string>()), std::string::npos) << text;
     EXPECT_LE(j["flags"].size(), 4u) << text;
   }
+  const GrammarMatcher::Stats used = start.stats();
   std::printf(
-      "grammar mask, 32000-token vocabulary: %.3f ms per token over the first %zu tokens, %.3f ms over the next %zu\n",
-      ms[0] / double(tokens[0]), tokens[0], ms[1] / double(tokens[1]), tokens[1]);
+      "grammar mask, 32000-token vocabulary: %.3f ms per token over the first %zu tokens, %.3f ms over the next %zu; "
+      "at most %zu stacks in a state and %llu units of work in a step, %zu KiB of tables\n",
+      ms[0] / double(tokens[0]), tokens[0], ms[1] / double(tokens[1]), tokens[1], used.peak_stacks,
+      (unsigned long long)used.peak_work, used.table_bytes >> 10);
   EXPECT_GE(ended, 9);
+}
+
+// Nested optional parts that can match the same text make a state hold every way of parsing it:
+// (("a"{0,60}){0,60}){0,60} has 60^3 stacks after one "a". The matcher's bounds refuse such a
+// grammar when compiling it (its start is probed) or end the step that exceeds them, with the
+// tables and the work of the request within their limits.
+TEST(Grammar, AmbiguousGrammarsAreBounded) {
+  using M = GrammarMatcher;
+  const std::string nested = R"((("a"{0,60}){0,60}){0,60})";
+  // Refused when compiled, naming the text the bound was met at: the work of the first step.
+  const std::string at_a = error_of("root ::= " + nested);
+  EXPECT_NE(at_a.find("units of work for one step (the grammar is too ambiguous"), std::string::npos) << at_a;
+  EXPECT_NE(at_a.find("after the text \"a\""), std::string::npos) << at_a;
+  const std::string at_start = error_of("root ::= (" + nested + "){0,60}");
+  EXPECT_NE(at_start.find("at its start"), std::string::npos) << at_start;
+  const std::string wider = error_of(R"(root ::= ("a"{0,1000}){0,1000})");
+  EXPECT_NE(wider.find("too ambiguous"), std::string::npos) << wider;
+  // Past the bytes the compile-time probe follows: the step that exceeds the bound throws, and
+  // the state stays where it was.
+  static const TokenTrie no_tokens;
+  M late(Grammar::parse("root ::= [a-z]{300} " + nested), no_tokens);  // the probe follows 256 bytes
+  ASSERT_TRUE(late.accept(std::string(300, 'q')));
+  EXPECT_THROW(late.accept("a"), GrammarLimitError);
+  EXPECT_THROW(late.accept("a"), GrammarLimitError);
+  EXPECT_TRUE(late.can_end());  // after the 300 letters
+  EXPECT_LE(late.stats().peak_stacks, GrammarLimits{}.max_stacks);
+  EXPECT_LE(late.stats().table_bytes, GrammarLimits{}.max_table_bytes);
+  EXPECT_LE(late.stats().peak_work, GrammarLimits{}.max_work);
+  // A JSON Schema whose arrays are each of two overlapping kinds doubles the parses per "[".
+  const auto doubling = ojson::parse(R"({"$defs": {"a": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/a"}},
+      {"type": "array", "maxItems": 5, "items": {"$ref": "#/$defs/a"}}]}}, "$ref": "#/$defs/a"})");
+  const std::string doubled = error_of(json_schema_to_gbnf(doubling));
+  EXPECT_NE(doubled.find("ways to parse"), std::string::npos) << doubled;
+  EXPECT_NE(doubled.find("after the text \"[[[[[[[["), std::string::npos) << doubled;
+  // Many alternatives that share their first bytes are as many stacks: 16384 at most.
+  auto alternatives = [](int n) {
+    std::string g = "root ::= \"k0\"";
+    for (int i = 1; i < n; ++i) g += " | \"k" + std::to_string(i) + "\"";
+    return g;
+  };
+  EXPECT_TRUE(matches(alternatives(10000), "k9999"));
+  const std::string wide = error_of(alternatives(17000));
+  EXPECT_NE(wide.find("more than 16384 ways to parse"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("at its start"), std::string::npos) << wide;
+  // Rules that match the empty text in two ways, in sequence: each position is expanded once,
+  // not once per path (2^60 here).
+  std::string twice = "root ::=";
+  for (int i = 0; i < 60; ++i) twice += " x";
+  M empties(Grammar::parse(twice + " \"b\"\nx ::= \"\" | \"\""), no_tokens);
+  EXPECT_TRUE(empties.accept("b") && empties.can_end());
+  EXPECT_LT(empties.stats().peak_work, 16000u);  // a few hundred positions, not 2^60 paths
+  // Long bounded repetitions and deep recursion are one stack per state; the recursion's stacks
+  // fill the tables until their bound.
+  M flat(Grammar::parse(R"(root ::= "x"{0,1000} "y")"), no_tokens);
+  EXPECT_TRUE(flat.accept(std::string(1000, 'x') + "y") && flat.can_end());
+  EXPECT_LE(flat.stats().peak_stacks, 2u);
+  M deep(Grammar::parse(R"g(root ::= "(" root ")" | "x")g"), no_tokens);
+  EXPECT_TRUE(deep.accept(std::string(10000, '(') + "x" + std::string(10000, ')')) && deep.can_end());
+  M deeper(Grammar::parse(R"g(root ::= "(" root ")" | "x")g"), no_tokens);
+  EXPECT_THROW(deeper.accept(std::string(100000, '(')), GrammarLimitError);
+  EXPECT_LE(deeper.stats().table_bytes, GrammarLimits{}.max_table_bytes);
+  EXPECT_GT(deeper.stats().table_bytes, GrammarLimits{}.max_table_bytes / 2);
+}
+
+// The cancellation flag is polled inside a call: a step that does much work ends once it is set.
+TEST(Grammar, CancellationEndsALongStep) {
+  std::string chain = "root ::= \"a\" r0\n";
+  for (int i = 0; i < 15000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " | \"\"\n";
+  chain += "r15000 ::= \"z\"\n";
+  static const TokenTrie no_tokens;
+  GrammarMatcher m(Grammar::parse(chain), no_tokens);
+  std::atomic<bool> cancelled{true};
+  m.set_cancel(&cancelled);
+  EXPECT_TRUE(m.accepts(""));  // no work: nothing to notice
+  EXPECT_THROW(m.accept("a"), GrammarCancelled);
+  cancelled = false;
+  EXPECT_TRUE(m.accept("a") && m.can_end());
+  EXPECT_TRUE(m.accept("z") && m.can_end());
 }

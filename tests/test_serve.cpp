@@ -783,6 +783,58 @@ TEST_F(Serve, StructuredOutputAlwaysValidates) {
   EXPECT_EQ(e["param"], "response_format.json_schema");
 }
 
+// A grammar whose states hold every way of parsing the text (nested optional parts that match
+// the same text) is refused when its start shows it, from GBNF, a JSON Schema or a tool's
+// parameters; one that shows it only later ends its answer with a 400 (an error event when
+// streamed) at the step that exceeds the matcher's bounds, and the server goes on.
+TEST_F(Serve, AmbiguousGrammarsAreRefusedOrEndWithAnError) {
+  const std::string nested = R"((("a"{0,60}){0,60}){0,60})";
+  auto ask = [&](const json& extra) {
+    json body = {{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", 40}, {"seed", 3}};
+    body.update(extra);
+    return post(port, "/v1/completions", body);
+  };
+  Reply r = ask({{"grammar", "root ::= " + nested}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j()["error"]["code"], "invalid_grammar");
+  EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("too ambiguous"), std::string::npos) << r.body;
+  const json doubling = json::parse(R"({"$defs": {"a": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/a"}},
+      {"type": "array", "maxItems": 5, "items": {"$ref": "#/$defs/a"}}]}}, "$ref": "#/$defs/a"})");
+  r = ask({{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", doubling}}}}}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j()["error"]["code"], "invalid_json_schema");
+  const json tools = {{{"type", "function"},
+                       {"function",
+                        {{"name", "f"},
+                         {"parameters",
+                          {{"type", "object"},
+                           {"properties", {{"x", doubling}}},
+                           {"required", {"x"}},
+                           {"$defs", doubling["$defs"]}}}}}}};
+  r = post(port, "/v1/chat/completions",
+           json{{"model", "tiny"},
+                {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                {"tools", tools},
+                {"tool_choice", "required"},
+                {"max_tokens", 8}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j()["error"]["param"], "tools");
+  // 300 letters first: the probe at compile time (256 bytes) stops before the nested part.
+  const std::string late = "root ::= [a-z]{300} " + nested;
+  r = ask({{"grammar", late}, {"max_tokens", 400}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.j()["error"]["code"], "grammar_too_complex");
+  EXPECT_NE(r.j()["error"]["message"].get<std::string>().find("too ambiguous"), std::string::npos) << r.body;
+  r = ask({{"grammar", late}, {"max_tokens", 400}, {"stream", true}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  bool done = false;
+  const std::vector<json> events = sse_events(r.body, &done);
+  EXPECT_FALSE(done);
+  ASSERT_FALSE(events.empty()) << r.body;
+  EXPECT_EQ(events.back()["error"]["code"], "grammar_too_complex") << r.body;
+  EXPECT_EQ(ask({{"grammar", "root ::= \"yes\""}}).j()["choices"][0]["text"], "yes");
+}
+
 // Odd values in every field: a 4xx or a 200, never a 5xx (SDKs retry those), never a crash.
 TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
   const std::vector<json> values = {nullptr,

@@ -2,6 +2,8 @@
 #include "toy/engines/grammar.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 #include <utility>
 
 #include "toy/tokenizer/unicode.h"
@@ -80,11 +82,12 @@ Element rule_element(uint32_t rule) {
 // allowed after `|` and inside parentheses. Groups and repetitions become generated rules.
 class GrammarParser {
  public:
-  explicit GrammarParser(std::string_view src) : src_(src) {}
+  GrammarParser(std::string_view src, const GrammarLimits& limits) : src_(src), limits_(limits) {}
 
   std::shared_ptr<const Grammar> run() {
     auto g = std::make_shared<Grammar>();
     g_ = g.get();
+    g_->limits_ = limits_;
     skip_space(true);
     if (at_end()) fail("the grammar is empty");
     while (!at_end()) parse_rule();
@@ -505,9 +508,14 @@ class GrammarParser {
   size_t n_elements_ = 0;
   static constexpr int kMaxNesting = 100;  // parentheses (the parser recurses into each)
   int depth_ = 0;
+  GrammarLimits limits_;
 };
 
-std::shared_ptr<const Grammar> Grammar::parse(std::string_view gbnf) { return GrammarParser(gbnf).run(); }
+std::shared_ptr<const Grammar> Grammar::parse(std::string_view gbnf, const GrammarLimits& limits) {
+  std::shared_ptr<const Grammar> g = GrammarParser(gbnf, limits).run();
+  GrammarMatcher::probe(g);
+  return g;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -551,39 +559,149 @@ TokenTrie::TokenTrie(const Tokenizer& t) : n_vocab_(t.n_vocab()) {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// What a table entry costs, roughly: an interned stack (its node, its hash-map entry, row_of and
+// mark), a row of successors, a list of successors.
+constexpr size_t kStackBytes = 64, kRowBytes = sizeof(std::array<int32_t, 256>), kListBytes = 32;
+
+// What expanding one position costs in units of work, against a unit: a stack advanced through
+// its cached row, a trie node visited. (Measured: a position is hashed into the set of those seen
+// and its stack interned; a state of 7200 stacks took 85 ns per position on a Zen 5.)
+constexpr uint64_t kPositionUnits = 16;
+
+// "ab\n" as a quoted string for a message, short.
+std::string quoted(const std::string& text) {
+  std::string s = "\"";
+  for (char c : text.substr(0, 40)) {
+    const uint8_t b = uint8_t(c);
+    if (c == '"' || c == '\\') s += '\\';
+    if (b < 0x20 || b >= 0x7F) {
+      static const char* hex = "0123456789ABCDEF";
+      s += std::string("\\x") + hex[b >> 4] + hex[b & 15];
+    } else {
+      s += c;
+    }
+  }
+  return s + (text.size() > 40 ? "...\"" : "\"");
+}
+
+}  // namespace
+
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g, const TokenTrie& trie)
     : g_(std::move(g)), trie_(&trie), t_(std::make_shared<Tables>()) {
   size_t longest = 0;
   for (const std::string& s : trie_->text_) longest = std::max(longest, s.size());
   t_->scratch.resize(longest + 1);
-  for (const Grammar::Sequence& alt : g_->rules()[g_->root()]) expand(alt.data(), kComplete, stacks_);
-  std::sort(stacks_.begin(), stacks_.end());
-  stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
+  std::vector<Position> start;
+  for (const Grammar::Sequence& alt : g_->rules()[g_->root()]) start.emplace_back(alt.data(), kComplete);
+  expand(std::move(start), stacks_);
+}
+
+void GrammarMatcher::probe(const std::shared_ptr<const Grammar>& g) {
+  static const TokenTrie kNoTokens;
+  std::optional<GrammarMatcher> m;
+  try {
+    m.emplace(g, kNoTokens);
+  } catch (const GrammarLimitError& e) {
+    throw GrammarLimitError(std::string(e.what()) + " at its start");
+  }
+  // Then the widest state after each byte, for a few bytes: a grammar whose states widen there
+  // would exceed the bounds in the first steps of a generation. Each byte's successors are one
+  // call's worth (a byte beyond max_work is refused, as its step would be); the probe as a whole
+  // stops, refusing nothing, after probe_work units.
+  constexpr size_t kProbeBytes = 256;
+  const uint64_t probe_work = 2 * g->limits().max_work;
+  uint64_t total = 0;
+  std::string text, tried;  // the widest state's text so far; that with the byte being tried
+  try {
+    std::vector<StackId> next, widest;
+    for (size_t depth = 0; depth < kProbeBytes; ++depth) {
+      std::bitset<256> accepted;
+      for (StackId s : m->stacks_)
+        if (s != kComplete) accepted |= m->t_->nodes[size_t(s)].top->bytes;
+      int byte = -1;
+      widest.clear();
+      for (int b = 0; b < 256; ++b) {
+        if (!accepted.test(size_t(b))) continue;
+        if (total > probe_work) return;
+        tried = text + char(b);
+        m->work_ = 0;
+        m->successors(m->stacks_, uint8_t(b), next);
+        total += m->work_;
+        if (next.size() > widest.size()) std::swap(widest, next), byte = b;
+      }
+      if (byte < 0) break;
+      std::swap(m->stacks_, widest);
+      text += char(byte);
+    }
+  } catch (const GrammarLimitError& e) {
+    throw GrammarLimitError(std::string(e.what()) + " after the text " + quoted(tried));
+  }
+}
+
+void GrammarMatcher::charge(uint64_t units) {
+  const uint64_t max_work = g_->limits().max_work;
+  if (units > max_work - work_)
+    throw GrammarLimitError("grammar: matching needs more than " + std::to_string(max_work) +
+                            " units of work for one step (the grammar is too ambiguous or too large)");
+  const uint64_t before = work_;
+  work_ += units;
+  t_->stats.peak_work = std::max(t_->stats.peak_work, work_);
+  constexpr unsigned kPollShift = 12;  // the flag is read every 4096 units
+  if (cancel_ && (before >> kPollShift) != (work_ >> kPollShift) && cancel_->load(std::memory_order_relaxed))
+    throw GrammarCancelled("grammar: cancelled");
+}
+
+void GrammarMatcher::grow(size_t bytes) {
+  const size_t max_bytes = g_->limits().max_table_bytes;
+  if (bytes > max_bytes - t_->stats.table_bytes)
+    throw GrammarLimitError("grammar: matching needs more than " + std::to_string(max_bytes >> 20) +
+                            " MiB of tables (the grammar is too ambiguous or too large)");
+  t_->stats.table_bytes += bytes;
+}
+
+void GrammarMatcher::held(size_t stacks) {
+  if (stacks > g_->limits().max_stacks)
+    throw GrammarLimitError("grammar: more than " + std::to_string(g_->limits().max_stacks) +
+                            " ways to parse the text at once (nested optional or repeated parts that can match the "
+                            "same text, such as (\"a\"{0,60}){0,60}, multiply them)");
+  t_->stats.peak_stacks = std::max(t_->stats.peak_stacks, stacks);
 }
 
 GrammarMatcher::StackId GrammarMatcher::intern(const Grammar::Element* top, StackId below) {
-  auto [it, added] = t_->ids.try_emplace(StackNode{top, below}, StackId(t_->nodes.size()));
-  if (added) {
-    t_->nodes.push_back({top, below});
-    t_->row_of.push_back(-1);
-  }
-  return it->second;
+  auto it = t_->ids.find(StackNode{top, below});
+  if (it != t_->ids.end()) return it->second;
+  grow(kStackBytes);
+  const StackId id = StackId(t_->nodes.size());
+  t_->ids.emplace(StackNode{top, below}, id);
+  t_->nodes.push_back({top, below});
+  t_->row_of.push_back(-1);
+  t_->mark.push_back(0);
+  return id;
 }
 
-void GrammarMatcher::expand(const Grammar::Element* pos, StackId below, std::vector<StackId>& out) {
+void GrammarMatcher::expand(std::vector<Position> work, std::vector<StackId>& out) {
   // A work list, not recursion: a client's grammar may nest rules, and an answer's stack may pop
-  // many levels at once, deeper than a thread's stack would take.
-  std::vector<std::pair<const Grammar::Element*, StackId>> work{{pos, below}};
+  // many levels at once, deeper than a thread's stack would take. Each position is expanded once:
+  // rules that match the empty text in several ways (`x ::= "" | ""`, `x x x ...`) reach the
+  // same position by many paths.
+  std::unordered_set<StackNode, StackHash> seen;
+  out.clear();
+  bool complete = false;
   while (!work.empty()) {
     const auto [p, b] = work.back();
     work.pop_back();
+    if (!seen.insert({p, b}).second) continue;
+    charge(kPositionUnits);
     switch (p->kind) {
       case Grammar::Element::Bytes:
         out.push_back(intern(p, b));
+        held(out.size());
         break;
       case Grammar::Element::End:
         if (b == kComplete)
-          out.push_back(kComplete);
+          complete = true;
         else
           work.emplace_back(t_->nodes[size_t(b)].top, t_->nodes[size_t(b)].below);  // return to the position below
         break;
@@ -597,33 +715,64 @@ void GrammarMatcher::expand(const Grammar::Element* pos, StackId below, std::vec
       }
     }
   }
+  if (complete) out.push_back(kComplete);
+  std::sort(out.begin(), out.end());
+  held(out.size());
 }
 
 const std::vector<GrammarMatcher::StackId>& GrammarMatcher::advance(StackId s, uint8_t byte) {
   Tables& t = *t_;
+  charge(1);
   int32_t row = t.row_of[size_t(s)];
   if (row >= 0 && t.rows[size_t(row)][byte] >= 0) return t.results[size_t(t.rows[size_t(row)][byte])];
   std::vector<StackId> out;
   const StackNode n = t.nodes[size_t(s)];
-  if (n.top->bytes.test(byte)) expand(n.top + 1, n.below, out);  // may intern stacks: no references held
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (n.top->bytes.test(byte)) expand({{n.top + 1, n.below}}, out);  // may intern stacks: no references held
   if (row < 0) {
+    grow(kRowBytes);
     row = int32_t(t.rows.size());
     t.rows.emplace_back().fill(-1);
     t.row_of[size_t(s)] = row;
   }
-  int32_t& result = t.rows[size_t(row)][byte];
-  result = 0;
+  int32_t result = 0;
   if (!out.empty()) {
+    grow(kListBytes + out.size() * sizeof(StackId));
     result = int32_t(t.results.size());
     t.results.push_back(std::move(out));  // a deque: the references handed out stay valid
   }
+  t.rows[size_t(row)][byte] = result;
   return t.results[size_t(result)];
+}
+
+void GrammarMatcher::successors(const std::vector<StackId>& stacks, uint8_t byte, std::vector<StackId>& out) {
+  out.clear();
+  if (++t_->epoch == 0) {  // wrapped around: no mark is current
+    std::fill(t_->mark.begin(), t_->mark.end(), 0);
+    t_->epoch = 1;
+  }
+  const uint32_t epoch = t_->epoch;
+  bool complete = false;
+  for (StackId s : stacks) {
+    if (s == kComplete) continue;
+    const std::vector<StackId>& a = advance(s, byte);  // may intern stacks (and grow mark): no reference into it held
+    charge(a.size());
+    for (StackId x : a) {
+      if (x == kComplete) {
+        complete = true;
+      } else if (t_->mark[size_t(x)] != epoch) {
+        t_->mark[size_t(x)] = epoch;
+        out.push_back(x);
+      }
+    }
+    held(out.size() + (complete ? 1 : 0));
+  }
+  if (complete) out.push_back(kComplete);
+  std::sort(out.begin(), out.end());
 }
 
 void GrammarMatcher::walk(uint32_t node, const std::vector<StackId>& stacks, std::vector<uint64_t>& bits,
                           size_t depth) {
+  charge(stacks.size());
   std::bitset<256> accepted;
   for (StackId s : stacks)
     if (s != kComplete) accepted |= t_->nodes[size_t(s)].top->bytes;
@@ -636,18 +785,11 @@ void GrammarMatcher::walk(uint32_t node, const std::vector<StackId>& stacks, std
     if (stacks.size() == 1) {
       next = &advance(stacks[0], edge.byte);
     } else {
-      std::vector<StackId>& u = t_->scratch[depth];
-      u.clear();
-      for (StackId s : stacks)
-        if (s != kComplete) {
-          const std::vector<StackId>& a = advance(s, edge.byte);
-          u.insert(u.end(), a.begin(), a.end());
-        }
-      std::sort(u.begin(), u.end());
-      u.erase(std::unique(u.begin(), u.end()), u.end());
-      next = &u;
+      successors(stacks, edge.byte, t_->scratch[depth]);
+      next = &t_->scratch[depth];
     }
     const TokenTrie::Node& child = trie_->nodes_[edge.child];
+    charge(1 + child.n_tokens / 8);  // the tokens ending here: a bit each
     for (uint32_t t = child.first_token; t < child.first_token + child.n_tokens; ++t) {
       const int32_t id = trie_->tokens_[t];
       bits[size_t(id) / 64] |= uint64_t(1) << (id % 64);
@@ -666,10 +808,12 @@ const std::vector<uint64_t>& GrammarMatcher::tokens_of(StackId s) {
 }
 
 void GrammarMatcher::allowed(std::vector<uint8_t>& mask) {
+  work_ = 0;
   std::vector<uint64_t> bits((size_t(trie_->n_vocab()) + 63) / 64, 0);
   for (StackId s : stacks_) {
     if (s == kComplete) continue;
     const std::vector<uint64_t>& t = tokens_of(s);
+    charge(1 + bits.size() / 64);  // the union: a unit per 64 words
     for (size_t w = 0; w < bits.size(); ++w) bits[w] |= t[w];
   }
   mask.assign(size_t(trie_->n_vocab()), 0);
@@ -679,18 +823,12 @@ void GrammarMatcher::allowed(std::vector<uint8_t>& mask) {
 bool GrammarMatcher::can_end() const { return !stacks_.empty() && stacks_.front() == kComplete; }
 
 bool GrammarMatcher::after(std::string_view text, std::vector<StackId>& out) {
+  work_ = 0;
   out = stacks_;
   std::vector<StackId> next;
   for (char c : text) {
-    next.clear();
-    for (StackId s : out)
-      if (s != kComplete) {
-        const std::vector<StackId>& a = advance(s, uint8_t(c));
-        next.insert(next.end(), a.begin(), a.end());
-      }
+    successors(out, uint8_t(c), next);
     if (next.empty()) return false;
-    std::sort(next.begin(), next.end());
-    next.erase(std::unique(next.begin(), next.end()), next.end());
     std::swap(out, next);
   }
   return true;

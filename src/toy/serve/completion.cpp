@@ -65,7 +65,10 @@ Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::ve
       history_(std::move(prompt)) {
   r_.prompt_tokens = int64_t(history_.size());
   r_.finish_reason = "length";
-  if (s_.grammar) grammar_.emplace(*s_.grammar);
+  if (s_.grammar) {
+    grammar_.emplace(*s_.grammar);
+    grammar_->set_cancel(cancel_requested_.get());
+  }
 }
 
 const std::vector<TokenLogprob>& Completion::prefill() {
@@ -128,6 +131,18 @@ bool Completion::constrain(std::vector<float>& z) {
 }
 
 Delta Completion::step() {
+  try {
+    return sample();
+  } catch (const GrammarCancelled&) {
+    cancel();
+  } catch (const GrammarLimitError& e) {
+    r_.grammar_error = e.what();
+    end("error");
+  }
+  return {};
+}
+
+Delta Completion::sample() {
   Delta d;
   int32_t next;
   if (grammar_) {

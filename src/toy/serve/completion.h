@@ -7,6 +7,7 @@
 // exactly `toy infer --temp 0`'s tokens.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -66,6 +67,7 @@ struct CompletionResult {
   std::string finish_reason;  // "stop" (end of text or a stop string), "length", or "tool_calls" (set by the caller)
   std::vector<ToolCall> tool_calls;  // chat with tools: the calls parsed out of the text (then not in `text`)
   bool cancelled = false;            // ended early: the client went away
+  std::string grammar_error;         // ended early: the grammar needs more than the matcher's bounds (grammar.h)
   double prompt_seconds = 0, generate_seconds = 0;
 };
 
@@ -90,6 +92,9 @@ class Completion {
   void set_logits(std::span<const float> row);  // [n_vocab]
   // Ends generation early (the client went away).
   void cancel();
+  // May be called from any thread: a step under way ends as cancelled (the grammar matcher polls
+  // it inside long steps); cancel() is still to be called.
+  void request_cancel() { cancel_requested_->store(true); }
   // Once done(): the text held back so far (a possible stop-string prefix, an unfinished
   // character), and the final timing.
   Delta finish();
@@ -97,6 +102,7 @@ class Completion {
   DecodeEngine& engine() const { return engine_; }
 
  private:
+  Delta sample();  // step() but for the grammar's exceptions
   void end(const char* finish_reason);
   void take_tokens(Delta& d);
   // Sets the logits of the tokens the grammar does not allow to -inf; false when none is allowed.
@@ -116,6 +122,7 @@ class Completion {
   CompletionResult r_;
   int32_t next_ = -1;
   bool done_ = false;
+  std::unique_ptr<std::atomic<bool>> cancel_requested_ = std::make_unique<std::atomic<bool>>(false);  // stays put
   std::optional<GrammarMatcher> grammar_;  // with a grammar: where the answer is in it
   std::vector<uint8_t> allowed_;           // [n_vocab], the grammar's mask of this step
 };

@@ -26,6 +26,7 @@ bool Run::wait(std::chrono::milliseconds timeout, std::vector<Delta>& deltas) {
 void Run::cancel() {
   std::lock_guard lk(loop_.mu_);
   cancelled_ = true;
+  completion_.request_cancel();  // a long grammar step under way ends now, not after it
   loop_.cv_.notify_one();
 }
 

@@ -9,9 +9,10 @@
 //      request; Runs with other LoRA scales (another model, adapters.h) form a batch of their own.
 // Batched logits equal single-sequence logits bit for bit, so an answer does not depend on what
 // ran beside it. A Run whose client has not taken its text (kMaxBacklog deltas) sits out steps
-// without holding the others back; a cancelled Run (client gone) ends at the next step. When a
-// Run ends its HTTP thread takes its slot back (take_lease) for the request's next choice, or
-// gives it back; a Run dropped without that gives it back as it goes.
+// without holding the others back; a cancelled Run (client gone) ends at the next step, or within
+// a long grammar step under way (Completion::request_cancel). When a Run ends its HTTP thread
+// takes its slot back (take_lease) for the request's next choice, or gives it back; a Run dropped
+// without that gives it back as it goes.
 #pragma once
 
 #include <chrono>

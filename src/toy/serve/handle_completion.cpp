@@ -196,6 +196,9 @@ CompletionResult generate(Server::Impl& s, std::optional<SlotPool::Lease>& lease
   if (!run->error().empty()) throw std::runtime_error(run->error());
   lease.emplace(run->take_lease());
   CompletionResult r = run->result();
+  if (!r.grammar_error.empty())  // the client's grammar, not the server, is at fault: 400, not retried
+    throw ApiError(400, "The answer cannot follow the grammar within the server's bounds: " + r.grammar_error, "",
+                   "grammar_too_complex");
   r.cancelled = r.cancelled || !here;
   return r;
 }
@@ -262,6 +265,9 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
           st->lease.reset();
           if (ok && st->job.req.include_usage) ok = write(sse(st->writer.usage(total_usage(results))));
           ok = ok && write("data: [DONE]\n\n");
+        } catch (const ApiError& e) {  // the grammar's bounds: its error event, and no [DONE]
+          s.log(route + ": " + e.what());
+          ok = ok && write(sse(e.body()));
         } catch (const std::exception& e) {  // after the headers: an error event, and no [DONE]
           s.log(route + ": generation failed: " + e.what());
           ok = ok &&
@@ -300,8 +306,12 @@ void Server::Impl::handle_completion(const httplib::Request& http_req, const std
   std::vector<CompletionResult> results;
   const int slot = lease->slot();
   for (int i = 0; i < job.req.n; ++i) {  // the choices one after the other, on the one slot
-    CompletionResult r =
-        generate(*this, lease, job, i, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
+    CompletionResult r;
+    try {
+      r = generate(*this, lease, job, i, /*stream=*/false, nullptr, nullptr, [fd] { return client_alive(fd); });
+    } catch (const ApiError& e) {  // the grammar's bounds
+      return send_error(res, e);
+    }
     take_tool_calls(*this, job, tool_call_seed(job, i), r);
     log(http_req.path + " slot " + std::to_string(slot) + choice_name(job, i) + ": " + summary(r));
     metrics.count_completion(r);
