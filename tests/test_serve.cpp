@@ -2309,6 +2309,28 @@ TEST(ServeTools, ParsesEachFormatAndLeavesOtherTextAlone) {
 // A streamed call goes out as it is written, as OpenAI streams it: its id and name (arguments "")
 // as soon as the name is whole, then its arguments piece by piece; the pieces put together are the
 // arguments of the whole answer's parse, in every format, for several calls.
+// A model's answer may hold a million blanks inside a call's header; the scan of it must not
+// recurse per blank (std::regex did: a stack overflow, the server down).
+TEST(ServeTools, AMillionBlanksInACallAreScannedWithoutRecursion) {
+  using namespace toy::serve;
+  const nlohmann::ordered_json tools =
+      nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "add"}}])");
+  const std::string blanks(1'000'000, ' ');
+  const std::string call =
+      "{" + blanks + "\"name\":" + blanks + "\"add\"," + blanks + "\"arguments\":" + blanks + "{\"a\": 1}}";
+  for (const ToolFormat f : {ToolFormat::Hermes, ToolFormat::Llama3, ToolFormat::Mistral}) {
+    const std::string text = f == ToolFormat::Hermes   ? "<tool_call>" + call + "</tool_call>"
+                             : f == ToolFormat::Llama3 ? "<|python_tag|>" + call
+                                                       : "[TOOL_CALLS][" + call + "]";
+    const ToolAnswer a = parse_tool_calls(text, f, tools, 1);
+    ASSERT_EQ(a.calls.size(), 1u) << int(f);
+    EXPECT_EQ(a.calls[0].arguments, R"({"a":1})");
+    const std::vector<PartialCall> shown = partial_tool_calls(text.substr(0, text.size() - 3), f, tools);
+    ASSERT_EQ(shown.size(), 1u) << int(f);
+    EXPECT_EQ(shown[0].name, "add");
+  }
+}
+
 TEST(ServeTools, StreamedCallsGoOutTokenByToken) {
   using namespace toy::serve;
   const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(

@@ -1,9 +1,9 @@
 // serve/tool_calls.cpp — tool-call formats: parsing answers, forcing calls (see tool_calls.h).
 #include "toy/serve/tool_calls.h"
 
+#include <cctype>
 #include <optional>
 #include <random>
-#include <regex>
 #include <string_view>
 
 #include "toy/engines/grammar.h"
@@ -104,16 +104,36 @@ struct CallText {
   PartialCall call;
   size_t end;
 };
+// The function name and where the value begins when text[at] opens `{"name": "f", "arguments": `
+// ("parameters" too; blanks between the tokens, f of 1 to 64 letters, digits, _ or -). A scan,
+// not a std::regex: libstdc++'s matcher recurses once per blank, and a model may write a
+// hundred thousand of them (a stack overflow).
+std::optional<std::pair<std::string, size_t>> call_header(std::string_view t, size_t at) {
+  auto next = [&](std::string_view token) {  // token after blanks, taken
+    at = skip_blanks(t, at);
+    if (t.substr(at, token.size()) != token) return false;
+    at += token.size();
+    return true;
+  };
+  auto name_char = [](char c) { return std::isalnum(uint8_t(c)) || c == '_' || c == '-'; };
+  if (at >= t.size() || t[at] != '{') return std::nullopt;
+  ++at;
+  if (!next("\"name\"") || !next(":") || !next("\"")) return std::nullopt;
+  const size_t name = at;
+  while (at < t.size() && at - name <= 64 && name_char(t[at])) ++at;
+  if (at == name || at - name > 64 || at >= t.size() || t[at] != '"') return std::nullopt;
+  std::string f(t.substr(name, at - name));
+  ++at;
+  if (!next(",") || !(next("\"arguments\"") || next("\"parameters\"")) || !next(":")) return std::nullopt;
+  return std::pair{std::move(f), skip_blanks(t, at)};
+}
+
 std::optional<CallText> scan_call(std::string_view text, size_t at, const json& tools) {
-  static const std::regex header(
-      R"re(\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"(?:arguments|parameters)"\s*:\s*)re");
-  std::match_results<std::string_view::const_iterator> m;
-  if (at >= text.size() ||
-      !std::regex_search(text.begin() + long(at), text.end(), m, header, std::regex_constants::match_continuous))
-    return std::nullopt;
-  CallText c{{m[1].str(), ""}, container_end(text, at)};
+  auto header = call_header(text, at);
+  if (!header) return std::nullopt;
+  CallText c{{std::move(header->first), ""}, container_end(text, at)};
   if (!declared(tools, c.call.name)) return std::nullopt;
-  const size_t value = at + size_t(m.length(0));
+  const size_t value = header->second;
   if (value < text.size() && text[value] == '{') {
     const size_t end = container_end(text, value);
     c.call.arguments = compact(text.substr(value, end == std::string_view::npos ? end : end - value));
