@@ -3,9 +3,9 @@
 // the matcher must keep within its bounds and agree with itself.
 //
 // Input layout: the grammar, a NUL byte, then the steering bytes. Each steering byte picks, among
-// the tokens allowed() gives (a byte-level vocabulary: every byte is a token, plus the merged
-// pieces of Tokenizer::byte_level()), the one to take; accept() of an allowed token must succeed,
-// and accepts() of a refused one must fail. The grammar is compiled with bounds far below the
+// the tokens allowed() gives (Tokenizer::byte_level(): a token per byte, and "▁" for a space),
+// the one to take; accept() of an allowed token must succeed, and accepts() of a refused one
+// must fail. The grammar is compiled with bounds far below the
 // server's (GrammarLimits), so that one input costs milliseconds; an input that exceeds them gets
 // GrammarLimitError, and the statistics must show the bounds held (abort otherwise).
 #include <cstddef>
