@@ -2275,6 +2275,21 @@ TEST(ServeTools, ParsesEachFormatAndLeavesOtherTextAlone) {
     EXPECT_TRUE(a.calls.empty()) << text;
     EXPECT_EQ(a.content, text);
   }
+  // Issue #36: calls finished before one that max_tokens cut are kept (they were dropped, and the
+  // raw text came back as content); the cut one is left out of both, and `cut` says so.
+  const std::string first = "{\"name\": \"add\", \"arguments\": {\"a\": 1}}";
+  for (const auto& [text, f] : std::vector<std::pair<std::string, ToolFormat>>{
+           {"Sure.\n<tool_call>" + first + "</tool_call>\n<tool_call>{\"name\": \"get_wea", ToolFormat::Hermes},
+           {"[TOOL_CALLS][" + first + ", {\"name\": \"add\", \"argu", ToolFormat::Mistral},
+           {"[TOOL_CALLS][" + first + ", ", ToolFormat::Mistral}}) {
+    a = parse_tool_calls(text, f, tools, 1);
+    ASSERT_EQ(a.calls.size(), 1u) << text;
+    EXPECT_EQ(a.calls[0].arguments, R"({"a":1})");
+    EXPECT_TRUE(a.cut) << text;
+    EXPECT_EQ(a.content, f == ToolFormat::Hermes ? "Sure." : "") << text;
+  }
+  EXPECT_FALSE(parse_tool_calls("[" + first + "]", ToolFormat::Mistral, tools, 1).cut);
+  EXPECT_TRUE(parse_tool_calls("[" + first + "] and more", ToolFormat::Mistral, tools, 1).calls.empty());
   EXPECT_TRUE(parse_tool_calls("{\"name\": \"nope\", \"parameters\": {}}", ToolFormat::Llama3, tools, 1).calls.empty());
   EXPECT_TRUE(parse_tool_calls("[1, 2]", ToolFormat::Mistral, tools, 1).calls.empty());
   // Issue #37 item 1: a call in the answer nested deeper than the request limit (64) is not a call

@@ -163,7 +163,7 @@ void take_tool_calls(const Server::Impl& s, const Job& job, uint64_t seed, Compl
   if (a.calls.empty()) return;
   r.text = std::move(a.content);
   r.tool_calls = std::move(a.calls);
-  r.finish_reason = "tool_calls";
+  if (!a.cut) r.finish_reason = "tool_calls";  // cut: "length" (or "stop"), with the finished calls
 }
 
 // A request's generation (one choice) on the slot of `lease`: its prompt here, on its HTTP thread,

@@ -148,7 +148,11 @@ ToolAnswer hermes(const std::string& text, const json& tools, std::mt19937_64& r
   ToolAnswer a{trim(text.substr(0, at)), {}};
   while (at != std::string::npos) {
     const size_t end = text.find(close, at + open.size());
-    if (end == std::string::npos) return {text, {}};  // cut short: not a call
+    if (end == std::string::npos) {  // cut short: not a call, but those before it are
+      if (a.calls.empty()) return {text, {}};
+      a.cut = true;
+      break;
+    }
     auto call = call_from_json(parse_json_text(text.substr(at + open.size(), end - at - open.size())), tools, rng);
     if (!call) return {text, {}};
     a.calls.push_back(std::move(*call));
@@ -173,14 +177,25 @@ ToolAnswer mistral(const std::string& text, const json& tools, std::mt19937_64& 
   std::string t = trim(text);
   if (t.rfind("[TOOL_CALLS]", 0) == 0) t = trim(t.substr(12));
   if (t.empty() || t[0] != '[') return {text, {}};
-  const json calls = parse_json_text(t);
-  if (!calls.is_array() || calls.empty()) return {text, {}};
+  // Each element on its own, so that the calls finished before one the text ends inside are kept.
   ToolAnswer a;
-  for (const json& c : calls) {
-    auto call = call_from_json(c, tools, rng);
+  size_t at = skip_blanks(t, 1);
+  while (at < t.size()) {
+    const size_t end = t[at] == '{' ? container_end(t, at) : at;
+    if (end == std::string::npos) {
+      a.cut = true;
+      break;
+    }
+    auto call = call_from_json(parse_json_text(std::string_view(t).substr(at, end - at)), tools, rng);
     if (!call) return {text, {}};
     a.calls.push_back(std::move(*call));
+    at = skip_blanks(t, end);
+    if (at >= t.size() || t[at] != ',') break;
+    at = skip_blanks(t, at + 1);
   }
+  if (at >= t.size()) a.cut = true;                        // the text ends inside the array
+  const bool closed = at + 1 == t.size() && t[at] == ']';  // trim() took what followed
+  if (a.calls.empty() || (!a.cut && !closed)) return {text, {}};
   return a;
 }
 

@@ -44,10 +44,12 @@ struct ToolCall {
 struct ToolAnswer {
   std::string content;  // the text outside the calls
   std::vector<ToolCall> calls;
+  bool cut = false;  // the text ends inside one more call (max_tokens): left out, the others kept
 };
 
 // The calls in `text` (ids drawn from `seed`); none when the text holds no well-formed call of a
-// declared function. `tools`: the request's validated tools array.
+// declared function. A call the text ends inside, after finished ones (Hermes, Mistral), is left
+// out of both calls and content, and `cut` says so. `tools`: the request's validated tools array.
 ToolAnswer parse_tool_calls(const std::string& text, ToolFormat f, const nlohmann::ordered_json& tools, uint64_t seed);
 
 // GBNF for a forced call: one call of the named function, or of any declared function
