@@ -206,13 +206,15 @@ struct Problem {
 
 // matvec.comp against the double reference and the CPU kernel (kernels::matmul_wt, M = 1).
 //
-// The bound: x is rounded to activation_dtype(wt) by both (F16: to half), W read as stored, so
-// every product x_k·w_k of F32 and F16 weights is exact inside an fma (a half times a half fits
-// in f32's 24 bits). matvec.comp: each of 64 threads adds ceil(K/64) products in order of k, then
-// a 6-level tree adds the 64 partial sums: each y sees at most n = ceil(K/64) + 6 roundings of a
-// partial sum, |y − ref| ≤ n·u·Σ|x_k·w_k| to first order (1.01 covers the second), u = 2⁻²⁴.
-// The CPU kernel sums the same K exact products in its own order (SIMD lanes, then lanes
-// together): at most K + 1 roundings, whatever the order, so |y − cpu| ≤ (n + K + 1)·u·Σ|x_k·w_k|.
+// The bound: x is rounded to activation_dtype(wt) by both (F16: to half; Q8_0: to Q8_0 blocks), W
+// read as stored. F32, F16: every product x_k·w_k is exact inside an fma (a half times a half fits
+// in f32's 24 bits); matvec.comp's thread t adds ceil(K/64) of them in order of k, then a 6-level
+// tree adds the 64 partial sums. Q8_0: a block's dot product is exact (integers), and so is its
+// scale d_x·d_w (halves) and their product inside an fma; a thread adds ceil(K/32/64) such block
+// terms, then the same tree. So each y sees at most n = (terms per thread) + 6 roundings of a
+// partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order (1.01 covers the second), u = 2⁻²⁴.
+// The CPU kernel sums the same exact terms (K products, or K/32 block terms each rounded at most
+// once more) in its own order: at most terms + 1 roundings, so |y − cpu| ≤ (n + terms + 1)·u·Σ|x_k·w_k|.
 void check_matvec(DType wt, int64_t N, int64_t K) {
   SCOPED_TRACE(std::string(toy::name(wt)) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
   const Problem pb(wt, N, K);
@@ -227,10 +229,11 @@ void check_matvec(DType wt, int64_t N, int64_t K) {
   toy::dequantize(wt, pb.w.data(), aw.data(), N * K);
   for (float& v : aw) v = std::fabs(v);
   toy::kernels::reference::matmul_wt<double>(ax.data(), aw.data(), DType::F32, mag.data(), 1, N, K);
-  const double u = std::ldexp(1.0, -24), n = double((K + 63) / 64 + 6);
+  const int64_t terms = wt == DType::Q8_0 ? K / 32 : K;
+  const double u = std::ldexp(1.0, -24), n = double((terms + 63) / 64 + 6);
   for (int64_t i = 0; i < N; ++i) {
     ASSERT_LE(std::fabs(double(y[i]) - ref[i]), 1.01 * n * u * mag[i]) << "row " << i << " against the reference";
-    ASSERT_LE(std::fabs(double(y[i]) - cpu[i]), 1.01 * (n + double(K) + 1) * u * mag[i])
+    ASSERT_LE(std::fabs(double(y[i]) - cpu[i]), 1.01 * (n + double(terms) + 1) * u * mag[i])
         << "row " << i << " against the CPU kernel";
   }
 }
@@ -250,13 +253,29 @@ TEST(VulkanMatvec, F16MatchesTheReferenceAndTheCpuKernel) {
     check_matvec(DType::F16, N, K);
 }
 
+// Q8_0 weights and x as stored blocks: one block; 3 blocks; 65 blocks (one past the 64 threads);
+// a long row of 129 blocks.
+TEST(VulkanMatvec, Q8_0MatchesTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
+    check_matvec(DType::Q8_0, N, K);
+}
+
+TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
+  REQUIRE_DEVICE();
+  vk::Matvec matvec(*context());
+  vk::Buffer w = context()->buffer(1024), x = context()->buffer(1024), y = context()->buffer(4);
+  const std::string e = error_of([&] { matvec(w, DType::Q8_0, x, y, 1, 48); });
+  EXPECT_NE(e.find("K=48 is not a multiple of Q8_0's block of 32"), std::string::npos) << e;
+}
+
 // Two runs of the same product give the same bits (no atomics, a fixed reduction order).
 TEST(VulkanMatvec, TwoRunsGiveTheSameBits) {
   REQUIRE_DEVICE();
-  for (const DType wt : {DType::F32, DType::F16}) {
-    const Problem pb(wt, 33, 2049);
-    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2049),
-                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2049);
+  for (const DType wt : {DType::F32, DType::F16, DType::Q8_0}) {
+    const Problem pb(wt, 33, 2080);
+    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2080),
+                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2080);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << toy::name(wt);
   }
 }

@@ -18,14 +18,22 @@ constexpr uint32_t kMaxGroups = 65535;  // per dimension, the least every device
 Matvec::Matvec(Context& ctx)
     : ctx_(ctx),
       f32_(ctx.pipeline(spirv::matvec_f32, 3, sizeof(Push))),
-      f16_(ctx.pipeline(spirv::matvec_f16, 3, sizeof(Push))) {}
+      f16_(ctx.pipeline(spirv::matvec_f16, 3, sizeof(Push))),
+      q8_0_(ctx.pipeline(spirv::matvec_q8_0, 3, sizeof(Push))) {}
+
+uint64_t x_bytes(DType wt, int64_t K) {
+  return wt == DType::Q8_0 ? uint64_t(row_bytes(DType::Q8_0, K)) : uint64_t(K) * 4;
+}
 
 void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, Buffer& y, int64_t N, int64_t K) {
-  const Pipeline* p = wt == DType::F32 ? &f32_ : wt == DType::F16 ? &f16_ : nullptr;
+  const Pipeline* p = wt == DType::F32 ? &f32_ : wt == DType::F16 ? &f16_ : wt == DType::Q8_0 ? &q8_0_ : nullptr;
   if (!p) throw Error("vulkan: matvec: no shader for " + std::string(name(wt)) + " weights yet");
   if (N < 1 || K < 1 || N > int64_t(kMaxGroups) * kMaxGroups || K > int64_t(UINT32_MAX) / N)
     throw Error("vulkan: matvec: shape N=" + std::to_string(N) + " K=" + std::to_string(K) + " out of range");
-  if (w.bytes() < uint64_t(row_bytes(wt, K) * N) || x.bytes() < uint64_t(K) * 4 || y.bytes() < uint64_t(N) * 4)
+  if (K % info(wt).block_size)
+    throw Error("vulkan: matvec: K=" + std::to_string(K) + " is not a multiple of " + std::string(name(wt)) +
+                "'s block of " + std::to_string(info(wt).block_size));
+  if (w.bytes() < uint64_t(row_bytes(wt, K) * N) || x.bytes() < x_bytes(wt, K) || y.bytes() < uint64_t(N) * 4)
     throw Error("vulkan: matvec: a buffer is smaller than N=" + std::to_string(N) + " K=" + std::to_string(K) +
                 " needs");
   const Push push{uint32_t(N), uint32_t(K)};
@@ -35,12 +43,19 @@ void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, Buffer& y, i
 }
 
 std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t N, int64_t K) {
-  std::vector<float> xr(static_cast<size_t>(K)), y(static_cast<size_t>(N));
-  reference::round_activations(wt, x, xr.data(), K);
+  std::vector<float> y(static_cast<size_t>(N));
   const uint64_t w_bytes = uint64_t(row_bytes(wt, K) * N);
-  Buffer bw = ctx.buffer(w_bytes), bx = ctx.buffer(uint64_t(K) * 4), by = ctx.buffer(uint64_t(N) * 4);
+  Buffer bw = ctx.buffer(w_bytes), bx = ctx.buffer(x_bytes(wt, K)), by = ctx.buffer(uint64_t(N) * 4);
   ctx.upload(bw, w, w_bytes);
-  ctx.upload(bx, xr.data(), bx.bytes());
+  if (wt == DType::Q8_0) {
+    std::vector<BlockQ8_0> xq(static_cast<size_t>(K / 32));
+    reference::quantize_activations_q8_0(x, xq.data(), K);
+    ctx.upload(bx, xq.data(), bx.bytes());
+  } else {
+    std::vector<float> xr(static_cast<size_t>(K));
+    reference::round_activations(wt, x, xr.data(), K);
+    ctx.upload(bx, xr.data(), bx.bytes());
+  }
   Matvec{ctx}(bw, wt, bx, by, N, K);
   ctx.download(by, y.data(), by.bytes());
   return y;

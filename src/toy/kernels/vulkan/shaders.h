@@ -6,6 +6,7 @@
 #include <span>
 
 namespace toy::kernels::vulkan::spirv {
-extern const std::span<const uint32_t> matvec_f32;  // matvec.comp -DWT_F32
-extern const std::span<const uint32_t> matvec_f16;  // matvec.comp -DWT_F16
+extern const std::span<const uint32_t> matvec_f32;   // matvec.comp -DWT_F32
+extern const std::span<const uint32_t> matvec_f16;   // matvec.comp -DWT_F16
+extern const std::span<const uint32_t> matvec_q8_0;  // matvec.comp -DWT_Q8_0
 }  // namespace toy::kernels::vulkan::spirv
