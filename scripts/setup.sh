@@ -13,7 +13,7 @@ PACKAGES=(build-essential cmake ninja-build pkg-config git
           libopenmpi-dev openmpi-bin  # training over several processes (mpirun; docs/distributed.md)
           python3-jsonschema clang libclang-rt-14-dev clang-format  # tests: events schema; sanitizer build, format check
           libsimde-dev  # tests: the AVX-512 float tiles emulated on CPUs without AVX-512 (header-only)
-          libvulkan-dev mesa-vulkan-drivers vulkan-tools)  # the Vulkan backend; lavapipe runs it on the CPU (docs/vulkan.md)
+          libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools)  # the Vulkan backend and its shader compiler; lavapipe runs it on the CPU (docs/vulkan.md)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

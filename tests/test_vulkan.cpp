@@ -93,3 +93,197 @@ TEST(VulkanDevices, NoDriverIsSaidPlainly) {
   const auto j = run_toy("devices --json");
   EXPECT_TRUE(nlohmann::json::parse(j.out)["vulkan"]["devices"].empty());
 }
+
+// The device context (kernels/vulkan/context.h) and the shaders against their CPU twins
+// (kernels/vulkan/matvec.h), on vulkan:0 (Mesa's lavapipe here and in CI). They skip, with a
+// message, in a build without Vulkan or where the loader reports no device. Shapes are small:
+// lavapipe runs the shaders on the CPU.
+#if defined(TOY_VULKAN)
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "toy/kernels/kernels.h"
+#include "toy/kernels/reference.h"
+#include "toy/kernels/vulkan/context.h"
+#include "toy/kernels/vulkan/matvec.h"
+#include "toy/tensor/quant.h"
+
+using toy::DType;
+
+namespace {
+
+// One context for the suite (an instance and a device cost lavapipe about 100 ms each time).
+vk::Context* context() {
+  static const std::unique_ptr<vk::Context> ctx = []() -> std::unique_ptr<vk::Context> {
+    if (vk::list_devices().devices.empty()) return nullptr;
+    return std::make_unique<vk::Context>(0);
+  }();
+  return ctx.get();
+}
+
+#define REQUIRE_DEVICE() \
+  if (!context()) GTEST_SKIP() << "no Vulkan device: " << vk::list_devices().problem
+
+// The error message of f(), "" where it throws none.
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const vk::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(VulkanContext, NoDeviceNIsAClearError) {
+  REQUIRE_DEVICE();
+  const std::string e = error_of([] { vk::Context bad(1000); });
+  EXPECT_NE(e.find("no device vulkan:1000 (the loader reports"), std::string::npos) << e;
+}
+
+TEST(VulkanContext, OutOfDeviceMemoryIsAClearError) {
+  REQUIRE_DEVICE();
+  const uint64_t heap = vk::list_devices().devices[0].device_local_bytes;
+  const std::string e = error_of([&] { context()->buffer(heap + 1); });
+  EXPECT_NE(e.find("out of device memory"), std::string::npos) << e;
+}
+
+// Upload and download, straight into mapped memory (lavapipe's is host-visible) and through a
+// staging buffer (the path of a discrete GPU's device-local memory).
+TEST(VulkanContext, UploadAndDownloadGiveBackTheBytes) {
+  REQUIRE_DEVICE();
+  std::vector<uint8_t> bytes(1001), back(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7 + 3);
+  vk::Context staged(0, {.always_stage = true});
+  for (vk::Context* ctx : {context(), &staged}) {
+    vk::Buffer b = ctx->buffer(bytes.size());
+    ctx->upload(b, bytes.data(), bytes.size());
+    std::fill(back.begin(), back.end(), 0);
+    ctx->download(b, back.data(), back.size());
+    EXPECT_EQ(bytes, back);
+  }
+}
+
+// A submission that cannot finish (it waits for an event the host sets only later) is an Error
+// after the timeout, not a hang; the context refuses work from then on and is freed once the work ends.
+TEST(VulkanContext, ASubmissionThatDoesNotFinishIsATimeout) {
+  REQUIRE_DEVICE();
+  vk::Context ctx(0, {.timeout = std::chrono::milliseconds(50)});
+  auto ei = vk::tagged<VkEventCreateInfo>(VK_STRUCTURE_TYPE_EVENT_CREATE_INFO);
+  VkEvent event = VK_NULL_HANDLE;
+  ASSERT_EQ(ctx.fn<PFN_vkCreateEvent>("vkCreateEvent")(ctx.device(), &ei, nullptr, &event), VK_SUCCESS);
+  const VkCommandBuffer cb = ctx.begin();
+  ctx.fn<PFN_vkCmdWaitEvents>("vkCmdWaitEvents")(cb, 1, &event, VK_PIPELINE_STAGE_HOST_BIT,
+                                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, nullptr, 0, nullptr, 0,
+                                                 nullptr);
+  const std::string e = error_of([&] { ctx.submit(cb); });
+  EXPECT_NE(e.find("a submission did not finish within 50 ms"), std::string::npos) << e;
+  const std::string again = error_of([&] { ctx.begin(); });
+  EXPECT_NE(again.find("unusable after a timed-out submission"), std::string::npos) << again;
+  ctx.fn<PFN_vkSetEvent>("vkSetEvent")(ctx.device(), event);
+  ctx.fn<PFN_vkDeviceWaitIdle>("vkDeviceWaitIdle")(ctx.device());
+  ctx.fn<PFN_vkDestroyEvent>("vkDestroyEvent")(ctx.device(), event, nullptr);
+}
+
+namespace {
+
+// W [N, K] in dtype wt and x [K], values in [-1, 1] from a seed made of the shape.
+struct Problem {
+  std::vector<float> x, w32;
+  std::vector<uint8_t> w;
+  Problem(DType wt, int64_t N, int64_t K) : x(size_t(K)), w32(size_t(N * K)), w(size_t(toy::row_bytes(wt, K) * N)) {
+    std::mt19937 rng(uint32_t(N * 7 + K));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& v : x) v = u(rng);
+    for (float& v : w32) v = u(rng);
+    toy::quantize(wt, w32.data(), w.data(), N * K);
+  }
+};
+
+// matvec.comp against the double reference and the CPU kernel (kernels::matmul_wt, M = 1).
+//
+// The bound: x is rounded to activation_dtype(wt) by both (F16: to half; Q8_0: to Q8_0 blocks), W
+// read as stored. F32, F16: every product x_k·w_k is exact inside an fma (a half times a half fits
+// in f32's 24 bits); matvec.comp's thread t adds ceil(K/64) of them in order of k, then a 6-level
+// tree adds the 64 partial sums. Q8_0: a block's dot product is exact (integers), and so is its
+// scale d_x·d_w (halves) and their product inside an fma; a thread adds ceil(K/32/64) such block
+// terms, then the same tree. So each y sees at most n = (terms per thread) + 6 roundings of a
+// partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order (1.01 covers the second), u = 2⁻²⁴.
+// The CPU kernel sums the same exact terms (K products, or K/32 block terms each rounded at most
+// once more) in its own order: at most terms + 1 roundings, so |y − cpu| ≤ (n + terms + 1)·u·Σ|x_k·w_k|.
+void check_matvec(DType wt, int64_t N, int64_t K) {
+  SCOPED_TRACE(std::string(toy::name(wt)) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  const Problem pb(wt, N, K);
+  const std::vector<float> y = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), N, K);
+  std::vector<float> ref(static_cast<size_t>(N)), mag(ref.size()), cpu(ref.size());
+  toy::kernels::reference::matmul_wt<double>(pb.x.data(), pb.w.data(), wt, ref.data(), 1, N, K);
+  toy::kernels::matmul_wt(pb.x.data(), pb.w.data(), wt, cpu.data(), 1, N, K);
+  // Σ|x_k·w_k|: the reference on |x| (rounded as for wt) and |W| as stored.
+  std::vector<float> ax(static_cast<size_t>(K)), aw(static_cast<size_t>(N * K));
+  toy::kernels::reference::round_activations(wt, pb.x.data(), ax.data(), K);
+  for (float& v : ax) v = std::fabs(v);
+  toy::dequantize(wt, pb.w.data(), aw.data(), N * K);
+  for (float& v : aw) v = std::fabs(v);
+  toy::kernels::reference::matmul_wt<double>(ax.data(), aw.data(), DType::F32, mag.data(), 1, N, K);
+  const int64_t terms = wt == DType::Q8_0 ? K / 32 : K;
+  const double u = std::ldexp(1.0, -24), n = double((terms + 63) / 64 + 6);
+  for (int64_t i = 0; i < N; ++i) {
+    ASSERT_LE(std::fabs(double(y[i]) - ref[i]), 1.01 * n * u * mag[i]) << "row " << i << " against the reference";
+    ASSERT_LE(std::fabs(double(y[i]) - cpu[i]), 1.01 * (n + double(terms) + 1) * u * mag[i])
+        << "row " << i << " against the CPU kernel";
+  }
+}
+
+}  // namespace
+
+// One row, one value; K short of, at and past the 64 threads; a long row.
+TEST(VulkanMatvec, F32MatchesTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 63}, {7, 64}, {9, 301}, {3, 4099}})
+    check_matvec(DType::F32, N, K);
+}
+
+TEST(VulkanMatvec, F16MatchesTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 65}, {5, 128}, {9, 301}, {3, 4097}})
+    check_matvec(DType::F16, N, K);
+}
+
+// Q8_0 weights and x as stored blocks: one block; 3 blocks; 65 blocks (one past the 64 threads);
+// a long row of 129 blocks.
+TEST(VulkanMatvec, Q8_0MatchesTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
+    check_matvec(DType::Q8_0, N, K);
+}
+
+TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
+  REQUIRE_DEVICE();
+  vk::Matvec matvec(*context());
+  vk::Buffer w = context()->buffer(1024), x = context()->buffer(1024), y = context()->buffer(4);
+  const std::string e = error_of([&] { matvec(w, DType::Q8_0, x, y, 1, 48); });
+  EXPECT_NE(e.find("K=48 is not a multiple of Q8_0's block of 32"), std::string::npos) << e;
+}
+
+// Two runs of the same product give the same bits (no atomics, a fixed reduction order).
+TEST(VulkanMatvec, TwoRunsGiveTheSameBits) {
+  REQUIRE_DEVICE();
+  for (const DType wt : {DType::F32, DType::F16, DType::Q8_0}) {
+    const Problem pb(wt, 33, 2080);
+    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2080),
+                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2080);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << toy::name(wt);
+  }
+}
+
+TEST(VulkanMatvec, AWeightTypeWithoutAShaderIsAClearError) {
+  REQUIRE_DEVICE();
+  const Problem pb(DType::Q4_0, 1, 32);
+  const std::string e = error_of([&] { vk::matvec(*context(), pb.w.data(), DType::Q4_0, pb.x.data(), 1, 32); });
+  EXPECT_NE(e.find("no shader for Q4_0 weights yet"), std::string::npos) << e;
+}
+#endif

@@ -18,14 +18,12 @@ void round_activations(DType wt, const float* x, float* out, int64_t K) {
     case DType::BF16:
       for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(f32_to_bf16(x[k]));
       return;
-    case DType::Q8_0:  // per block of 32: d = amax/127 kept as half, q = round-half-even(x·127/amax)
-      for (int64_t b = 0; b < K; b += 32) {
-        float amax = 0;
-        for (int64_t k = b; k < b + 32; ++k) amax = std::max(amax, std::fabs(x[k]));
-        const float d = fp16_to_f32(f32_to_fp16(amax / 127)), id = amax != 0 ? 127 / amax : 0;
-        for (int64_t k = b; k < b + 32; ++k) out[k] = std::nearbyint(x[k] * id) * d;
-      }
+    case DType::Q8_0: {
+      std::vector<BlockQ8_0> q(size_t(K / 32));
+      quantize_activations_q8_0(x, q.data(), K);
+      dequantize(DType::Q8_0, q.data(), out, K);
       return;
+    }
     case DType::Q8_K: {  // ggml's Q8_K quantizer is the reference one
       std::vector<uint8_t> q(size_t(row_bytes(DType::Q8_K, K)));
       quantize(DType::Q8_K, x, q.data(), K);
@@ -34,6 +32,16 @@ void round_activations(DType wt, const float* x, float* out, int64_t K) {
     }
     default:
       std::copy(x, x + K, out);
+  }
+}
+
+void quantize_activations_q8_0(const float* x, BlockQ8_0* out, int64_t K) {
+  for (int64_t b = 0; b < K / 32; ++b, x += 32) {
+    float amax = 0;
+    for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[k]));
+    const float id = amax != 0 ? 127 / amax : 0;
+    out[b].d = f32_to_fp16(amax / 127);
+    for (int k = 0; k < 32; ++k) out[b].qs[k] = int8_t(std::nearbyint(x[k] * id));
   }
 }
 

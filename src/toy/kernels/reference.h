@@ -11,11 +11,15 @@
 
 #include "toy/kernels/kernels.h"
 #include "toy/tensor/dtype.h"
+#include "toy/tensor/quant.h"
 
 namespace toy::kernels::reference {
 
 // x[0..K) as matmul_wt sees it for weights of type wt: rounded to activation_dtype(wt).
 void round_activations(DType wt, const float* x, float* out, int64_t K);
+// x[0..K) as Q8_0 activations, K/32 blocks: d = amax/127 kept as half, q = round-half-even(x·127/amax)
+// (llama.cpp's quantize_row_q8_0 for activations; not quantize(Q8_0), ggml's weight quantizer).
+void quantize_activations_q8_0(const float* x, BlockQ8_0* out, int64_t K);
 
 // y[M, N] = round_activations(x)[M, K] · dequantize(W)[N, K]ᵀ, summed in T in order of k.
 template <class T>

@@ -1,15 +1,12 @@
 // kernels/vulkan/devices.cpp — asks the Vulkan loader which devices there are (devices.h).
 //
-// The loader is opened with dlopen and every function is fetched through vkGetInstanceProcAddr,
-// so the binary does not depend on libvulkan.so.1 (VK_NO_PROTOTYPES: no function is linked).
+// The loader is opened at run time (loader.h), so the binary does not depend on libvulkan.so.1.
 #include "toy/kernels/vulkan/devices.h"
 
 #if defined(TOY_VULKAN)
-#define VK_NO_PROTOTYPES
-#include <dlfcn.h>
-#include <vulkan/vulkan.h>
-
 #include <algorithm>
+
+#include "toy/kernels/vulkan/loader.h"
 #endif
 
 namespace toy::kernels::vulkan {
@@ -18,7 +15,7 @@ namespace toy::kernels::vulkan {
 
 DeviceList list_devices() {
   return {.built = false,
-          .problem = "this toy was built without Vulkan (Debian's libvulkan-dev was not found)",
+          .problem = "this toy was built without Vulkan (Debian's libvulkan-dev or glslc was not found)",
           .devices = {}};
 }
 
@@ -39,29 +36,6 @@ std::string type_name(VkPhysicalDeviceType t) {
     default:
       return "other";
   }
-}
-
-// The loader, closed when the listing is done.
-struct Loader {
-  void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-  PFN_vkGetInstanceProcAddr get =
-      lib ? reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr")) : nullptr;
-  ~Loader() {
-    if (lib) dlclose(lib);
-  }
-  template <class Fn>
-  Fn fn(VkInstance instance, const char* name) const {
-    return reinterpret_cast<Fn>(get(instance, name));
-  }
-};
-
-// A Vulkan structure of type T, zeroed but for its type tag and next pointer.
-template <class T>
-T tagged(VkStructureType type, void* next = nullptr) {
-  T t{};
-  t.sType = type;
-  t.pNext = next;
-  return t;
 }
 
 DeviceInfo describe(const Loader& vk, VkInstance instance, VkPhysicalDevice d, int index) {
@@ -113,31 +87,8 @@ DeviceInfo describe(const Loader& vk, VkInstance instance, VkPhysicalDevice d, i
 DeviceList list_devices() {
   DeviceList out;
   const Loader vk;
-  if (!vk.get) {
-    out.problem =
-        "no Vulkan loader (libvulkan.so.1) on this machine: Debian's libvulkan1 installs it, and a driver "
-        "with it (mesa-vulkan-drivers, or the GPU vendor's)";
-    return out;
-  }
-  uint32_t version = VK_API_VERSION_1_0;
-  if (auto enumerate = vk.fn<PFN_vkEnumerateInstanceVersion>(nullptr, "vkEnumerateInstanceVersion"))
-    enumerate(&version);
-  if (version < VK_API_VERSION_1_1) {
-    out.problem = "the Vulkan loader offers version 1.0 only; toy needs 1.1 or newer";
-    return out;
-  }
-  auto app = tagged<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
-  app.pApplicationName = app.pEngineName = "toy";
-  app.apiVersion = std::min<uint32_t>(version, VK_API_VERSION_1_3);
-  auto create = tagged<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
-  create.pApplicationInfo = &app;
-  VkInstance instance = VK_NULL_HANDLE;
-  if (const VkResult r = vk.fn<PFN_vkCreateInstance>(nullptr, "vkCreateInstance")(&create, nullptr, &instance);
-      r != VK_SUCCESS) {
-    out.problem = "the Vulkan loader could not create an instance (VkResult " + std::to_string(int(r)) +
-                  "): no driver is installed, or it failed to start";
-    return out;
-  }
+  const VkInstance instance = create_instance(vk, out.problem);
+  if (!instance) return out;
   const struct Destroy {
     VkInstance instance;
     PFN_vkDestroyInstance destroy;

@@ -1,0 +1,138 @@
+#pragma once
+// kernels/vulkan/context.h — one Vulkan device to compute on: the host side of the backend.
+//
+// A Context is vulkan:N (the index `toy devices` shows): an instance, the device, one compute
+// queue, a command pool, a descriptor pool and a fence. On it: buffers (device-local; uploads and
+// downloads go through a host-visible staging buffer unless the memory is host-visible itself, as
+// on lavapipe and unified-memory GPUs), compute pipelines from SPIR-V embedded in the binary
+// (shaders.h), and one submit path that waits on a fence with a timeout: a submission that does
+// not finish in time is an Error, never a hang. Every failure is an Error with a clear message
+// (no device N, no compute queue, out of device memory, the call and its VkResult).
+// Only in a TOY_VULKAN build; docs/vulkan.md.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "toy/kernels/vulkan/loader.h"
+
+namespace toy::kernels::vulkan {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Context;
+
+// Device memory of `bytes` bytes, bound as a storage buffer. Freed with its Context's help when
+// destroyed (a buffer must not outlive its context).
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  ~Buffer();
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  friend class Context;
+  const Context* ctx_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  void* mapped_ = nullptr;  // where the memory is host-visible: mapped for the buffer's life
+  uint64_t bytes_ = 0;
+};
+
+// A compute pipeline: storage buffers at bindings 0..n_buffers-1, push constants of push_bytes.
+class Pipeline {
+ public:
+  Pipeline() = default;
+  Pipeline(Pipeline&& o) noexcept { *this = std::move(o); }
+  Pipeline& operator=(Pipeline&& o) noexcept;
+  ~Pipeline();
+
+ private:
+  friend class Context;
+  const Context* ctx_ = nullptr;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  uint32_t n_buffers_ = 0, push_bytes_ = 0;
+};
+
+struct ContextOptions {
+  // How long a submission may take before it is an Error (lavapipe runs shaders on the CPU).
+  std::chrono::milliseconds timeout{60'000};
+  // Upload and download through a staging buffer even where the memory is host-visible: the path
+  // a discrete GPU takes, for its test on lavapipe.
+  bool always_stage = false;
+};
+
+class Context {
+ public:
+  // vulkan:index. Throws Error: no loader or driver, no device `index`, no compute queue, a
+  // device without the features the shaders use (16- and 8-bit storage buffers).
+  explicit Context(int index = 0, ContextOptions options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const std::string& name() const { return name_; }  // the device's, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
+
+  // Device memory for `bytes` bytes (Error "out of device memory" where it cannot be had).
+  Buffer buffer(uint64_t bytes);
+  // Host to device and back, the whole buffer or its first `bytes` bytes.
+  void upload(Buffer& b, const void* src, uint64_t bytes);
+  void download(const Buffer& b, void* dst, uint64_t bytes);
+
+  Pipeline pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, uint32_t push_bytes);
+  // One dispatch of groups_x × groups_y workgroups with `push` as the push constants, waited for.
+  void dispatch(const Pipeline& p, std::span<const Buffer* const> buffers, const void* push, uint32_t groups_x,
+                uint32_t groups_y = 1);
+
+  // The one submit path: a command buffer begun for one submission, then submitted and waited for
+  // (at most options.timeout: Error after, and the context is unusable from then on).
+  VkCommandBuffer begin();
+  void submit(VkCommandBuffer cb);
+
+  // A device-level function, for code that records its own commands.
+  template <class Fn>
+  Fn fn(const char* name) const {
+    return reinterpret_cast<Fn>(get_device_proc_(device_, name));
+  }
+  VkDevice device() const { return device_; }
+
+ private:
+  friend class Buffer;
+  friend class Pipeline;
+  struct Raw {  // a buffer and its memory, before they are a Buffer
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    void* mapped = nullptr;
+  };
+  Raw allocate(uint64_t bytes, VkBufferUsageFlags usage, bool host_visible) const;
+  void free(Raw& r) const;
+  void copy(VkBuffer from, VkBuffer to, uint64_t bytes);
+  void check(VkResult r, const char* what) const;
+  void release();
+
+  Loader vk_;
+  ContextOptions options_;
+  int index_ = 0;
+  std::string name_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  uint64_t heap_bytes_ = 0;  // the largest device-local heap
+  PFN_vkGetDeviceProcAddr get_device_proc_ = nullptr;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool commands_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  bool lost_ = false;  // a submission timed out: it may still run, so nothing may be freed
+};
+
+}  // namespace toy::kernels::vulkan
