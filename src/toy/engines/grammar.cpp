@@ -571,7 +571,7 @@ constexpr size_t kStackBytes = 64, kRowBytes = sizeof(std::array<int32_t, 256>),
 constexpr uint64_t kPositionUnits = 16;
 
 // "ab\n" as a quoted string for a message, short.
-std::string quoted(const std::string& text) {
+std::string quoted_for_message(const std::string& text) {
   std::string s = "\"";
   for (char c : text.substr(0, 40)) {
     const uint8_t b = uint8_t(c);
@@ -636,7 +636,7 @@ void GrammarMatcher::probe(const std::shared_ptr<const Grammar>& g) {
       text += char(byte);
     }
   } catch (const GrammarLimitError& e) {
-    throw GrammarLimitError(std::string(e.what()) + " after the text " + quoted(tried));
+    throw GrammarLimitError(std::string(e.what()) + " after the text " + quoted_for_message(tried));
   }
 }
 
