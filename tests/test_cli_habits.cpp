@@ -102,7 +102,14 @@ TEST(InferHabits, PromptThenContinuationThatEndsCleanly) {
   auto t = run_toy("infer -p 'Once upon a time there was a little dog who liked to run in the park' --ctx 16 -n 2");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.err.find("warning: the prompt has"), std::string::npos) << t.err;
-  EXPECT_NE(t.err.find("only its last 7"), std::string::npos) << t.err;
+  // The warning's count is the summary's (BOS and the last 7), and the smallest contexts agree too
+  // (it once said "only its last 1" where the summary said 2 tokens).
+  EXPECT_NE(t.err.find("only 8 are used, its BOS token and its last 7"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("prompt: 8 tokens"), std::string::npos) << t.err;
+  auto tiny = run_toy("infer -p 'Once upon a time there was a little dog' --ctx 3 -n 1");
+  ASSERT_EQ(tiny.code, 0) << tiny.err;
+  EXPECT_NE(tiny.err.find("only 2 are used, its BOS token and its last 1"), std::string::npos) << tiny.err;
+  EXPECT_NE(tiny.err.find("prompt: 2 tokens"), std::string::npos) << tiny.err;
 }
 
 TEST(LlamaCppHabits, FlagsHelpAndSuggestions) {

@@ -113,8 +113,15 @@ TEST(Infer, BadInputGetsClearErrors) {
   for (int i = 0; i < 300; ++i) many += ",5";
   auto longp = run_toy("infer " + m + " --ids " + many + " -n 1");
   EXPECT_EQ(longp.code, 0) << longp.err;
-  EXPECT_NE(longp.err.find("301 tokens, more than the context of 256: only its last 127"), std::string::npos)
+  EXPECT_NE(longp.err.find("301 tokens, more than the context of 256: only 128 are used, its BOS token and its last 127"), std::string::npos)
       << longp.err;
+  EXPECT_NE(longp.err.find("prompt: 128 tokens"), std::string::npos) << longp.err;
+  // Without BOS (--ids that do not start with it) only the last tokens are kept.
+  auto nobos = run_toy("infer " + m + " --ids " + many.substr(2) + " -n 1");
+  EXPECT_EQ(nobos.code, 0) << nobos.err;
+  EXPECT_NE(nobos.err.find("300 tokens, more than the context of 256: only its last 128 are used"), std::string::npos)
+      << nobos.err;
+  EXPECT_NE(nobos.err.find("prompt: 128 tokens"), std::string::npos) << nobos.err;
   // Empty prompt text still has BOS (SPM adds it): generation works.
   EXPECT_EQ(run_toy("infer " + m + " --prompt '' -n 2 --temp 0").code, 0);
   // Bad sampling values.

@@ -70,6 +70,46 @@ TEST(TrainBundle, ResumeSealsARunKilledBeforeFinalGguf) {
   EXPECT_NE(again.err.find("already has 6 steps"), std::string::npos) << again.err;
 }
 
+// Issue #37 item 5: a run killed before its first checkpoint was a dead end (--resume: "no
+// checkpoint to resume from"; the same --run-id: "exists"). --resume trains it again from step 0
+// with its config.json: the same run, bit for bit.
+TEST(TrainBundle, ResumeOfARunKilledBeforeItsFirstCheckpointStartsAgain) {
+  TrainDir d;
+  const std::string base = base_command(d, write_corpus(d)) + " --steps 4 --eval-every 0 --checkpoint-every 4";
+  auto whole = run_toy(base + " --run-id whole");
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  // What a kill after two steps leaves: the config, the run_start and two step events, no weights.
+  ASSERT_EQ(run_toy(base + " --run-id r").code, 0);
+  const fs::path run = d.dir / "runs/r";
+  for (const auto& f : fs::directory_iterator(run / "weights")) fs::remove(f.path());
+  fs::remove(run / "loss.svg");
+  {
+    std::istringstream in(read_text(run / "events.jsonl"));
+    std::string kept;
+    int steps = 0;
+    for (std::string line; std::getline(in, line);) {
+      const auto j = json::parse(line);
+      if (j["kind"] == "run_start" || (j["kind"] == "step" && ++steps <= 2)) kept += line + "\n";
+    }
+    std::ofstream(run / "events.jsonl", std::ios::binary | std::ios::trunc) << kept;
+  }
+  auto resumed = run_toy("train --resume " + run.string() + " --no-progress");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("has no checkpoint yet"), std::string::npos) << resumed.err;
+  EXPECT_EQ(loss_lines(resumed.out), loss_lines(whole.out));
+  EXPECT_EQ(read_bytes(run / "weights/final.gguf"), read_bytes(d.dir / "runs/whole/weights/final.gguf"));
+  EXPECT_EQ(read_bytes(run / "weights/step-4.optim.gguf"), read_bytes(d.dir / "runs/whole/weights/step-4.optim.gguf"));
+  const auto ev = events_of(run);
+  EXPECT_EQ(ev.back()["kind"], "run_end");
+  EXPECT_EQ(ev.back()["reason"], "completed");
+  // The same with a bundle holding only its config.json and an empty log (killed at once).
+  fs::remove_all(run / "weights");
+  std::ofstream(run / "events.jsonl", std::ios::binary | std::ios::trunc);
+  auto bare = run_toy("train --resume " + run.string() + " --no-progress");
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_EQ(read_bytes(run / "weights/final.gguf"), read_bytes(d.dir / "runs/whole/weights/final.gguf"));
+}
+
 TEST(TrainBundle, ResumeRepairsATornLastEventAndKeepsTheUsersFiles) {
   TrainDir d;
   const std::string base = base_command(d, write_corpus(d)) + " --steps 6 --eval-every 0 --checkpoint-every 3";

@@ -276,6 +276,16 @@ TEST(VitCli, TrainsAboveChanceResumesBitIdenticallyAndEvalAgrees) {
   ASSERT_EQ(rest.code, 0) << rest.err;
   const fs::path a = d.dir / "runs/a", b = d.dir / "runs/b";
   EXPECT_EQ(test::read_bytes(a / "weights/final.gguf"), test::read_bytes(b / "weights/final.gguf"));
+  // A run killed before its first checkpoint (its config.json and an empty log) trains again from
+  // step 0 on --resume, to the same bytes (issue #37 item 5).
+  const fs::path k = d.dir / "runs/killed";
+  fs::create_directories(k);
+  fs::copy_file(a / "config.json", k / "config.json");
+  std::ofstream(k / "events.jsonl");
+  const auto again = test::run_toy("train --resume " + k.string());
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.err.find("has no checkpoint yet"), std::string::npos) << again.err;
+  EXPECT_EQ(test::read_bytes(a / "weights/final.gguf"), test::read_bytes(k / "weights/final.gguf"));
   EXPECT_TRUE(fs::exists(a / "loss.svg"));
   EXPECT_NE(test::read_text(a / "accuracy.svg").find("test accuracy"), std::string::npos);
   EXPECT_NE(test::read_text(a / "confusion.txt").find("Ankle boot"), std::string::npos);

@@ -65,8 +65,12 @@ std::vector<int32_t> fit_prompt(std::vector<int32_t> prompt, int64_t n_ctx, cons
   std::vector<int32_t> fitted;
   if (bos) fitted.push_back(prompt[0]);
   fitted.insert(fitted.end(), prompt.end() - keep, prompt.end());
+  // The count said is the count the summary line says (BOS included), so the two agree.
   std::cerr << "warning: the prompt has " << prompt.size() << " tokens, more than the context of " << n_ctx
-            << ": only its last " << keep << " are used (a larger --ctx keeps more)\n";
+            << (bos ? ": only " + std::to_string(fitted.size()) + " are used, its BOS token and its last " +
+                          std::to_string(keep)
+                    : ": only its last " + std::to_string(keep) + " are used")
+            << " (a larger --ctx keeps more)\n";
   return fitted;
 }
 

@@ -131,6 +131,10 @@ double logged_loss(const std::string& events_path, int64_t step) {
   return loss;
 }
 
+// What rank 0 broadcasts to the others when resuming, besides a checkpoint's step.
+constexpr int64_t kSealed = -1;        // it only sealed the run: nothing to train
+constexpr int64_t kFromStepZero = -2;  // no checkpoint yet: the run starts again
+
 ConfigError run_dir_exists(const std::string& run_dir) {
   return ConfigError("run directory " + run_dir + " exists: continue it with --resume " + run_dir +
                      ", or pick another --run-id");
@@ -192,7 +196,7 @@ Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string
   if (resuming_ && writer) {
     lock_ = BundleLock(run_dir_);  // before reading what another process could be writing
     resume_from_checkpoint();
-    group_.broadcast(sealed_ ? -1 : ckpt_->step);  // the checkpoint the other ranks load
+    group_.broadcast(sealed_ ? kSealed : ckpt_ ? ckpt_->step : kFromStepZero);  // what the other ranks load
   } else if (resuming_) {
     follow_resume(group_.broadcast(0));  // after rank 0 has repaired the bundle
   } else if (writer) {
@@ -211,12 +215,13 @@ Trainer::Trainer(const TrainRunConfig& c, const RunOutput& io, const std::string
   result_ = {.run_dir = run_dir_, .steps_done = start_};
 }
 
-// A rank other than 0 resumes from rank 0's checkpoint `step` (−1: rank 0 only sealed the run).
+// A rank other than 0 resumes from rank 0's checkpoint `step`, or seals or starts again with it.
 void Trainer::follow_resume(int64_t step) {
-  if (step < 0) {
+  if (step == kSealed) {
     sealed_ = true;
     return;
   }
+  if (step == kFromStepZero) return;
   ckpt_ = Checkpoint{step, checkpoint_model_path(run_dir_, step, checkpoint_dir_),
                      checkpoint_optimizer_path(run_dir_, step, checkpoint_dir_)};
 }
@@ -228,9 +233,12 @@ void Trainer::resume_from_checkpoint() {
     std::fprintf(io_.err, "%s: removed a torn last line (%zu bytes) left by a killed run\n", events_path().c_str(),
                  torn);
   ckpt_ = latest_resumable_checkpoint(run_dir_, checkpoint_dir_);
-  if (!ckpt_)
-    throw DataError(run_dir_ + ": no checkpoint to resume from (" + checkpoint_dir_ +
-                    "/step-N.gguf with its step-N.optim.gguf)");
+  if (!ckpt_) {  // killed before its first checkpoint: the same run again, from its config.json
+    std::fprintf(io_.err, "%s has no checkpoint yet (%s/step-N.gguf with its step-N.optim.gguf): training it again "
+                 "from step 0 with its config.json\n", run_dir_.c_str(), checkpoint_dir_);
+    fs::create_directories(fs::path(run_dir_) / checkpoint_dir_);
+    return;
+  }
   const bool unsealed =
       !fs::exists(fs::path(run_dir_) / checkpoint_dir_ / "final.gguf") || !ends_with_run_end(events_path());
   if (ckpt_->step == c_.steps && unsealed) return seal();

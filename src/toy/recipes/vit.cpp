@@ -248,12 +248,15 @@ class VitRun {
     validate(c_);
     if (c_.threads > 0) kernels::set_num_threads(c_.threads);
     std::optional<Checkpoint> ckpt;
-    if (!run_dir_.empty()) {
+    const bool resuming = !run_dir_.empty();
+    if (resuming) {
       lock_ = BundleLock(run_dir_);
       remove_bundle_temporaries(run_dir_);
       repair_event_log(events_path());
       ckpt = latest_resumable_checkpoint(run_dir_);
-      if (!ckpt) throw DataError(run_dir_ + ": no checkpoint to resume from");
+      if (!ckpt)  // killed before its first checkpoint: the same run again, from its config.json
+        std::fprintf(io_.err, "%s has no checkpoint yet: training it again from step 0 with its config.json\n",
+                     run_dir_.c_str());
     } else {
       if (c_.run_id.empty()) c_.run_id = new_run_id(c_.recipe);
       run_dir_ = (fs::path(c_.runs_dir) / c_.run_id).string();
@@ -283,10 +286,8 @@ class VitRun {
     opt_ = std::make_unique<AdamW>(
         params_, AdamWConfig{.beta1 = c_.beta1, .beta2 = c_.beta2, .eps = c_.eps, .weight_decay = c_.weight_decay});
     if (ckpt) opt_->load(*gguf::GgufFile::open(ckpt->optimizer));
-    if (!ckpt) {
-      fs::create_directories(fs::path(run_dir_) / "weights");
-      lock_ = BundleLock(run_dir_);
-    }
+    fs::create_directories(fs::path(run_dir_) / "weights");
+    if (!resuming) lock_ = BundleLock(run_dir_);
     write_file_atomic((fs::path(run_dir_) / "config.json").string(), to_json(c_).dump(2) + "\n");
     log_ = EventLog(events_path());
     end_ = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
