@@ -286,4 +286,31 @@ TEST(VulkanMatvec, AWeightTypeWithoutAShaderIsAClearError) {
   const std::string e = error_of([&] { vk::matvec(*context(), pb.w.data(), DType::Q4_0, pb.x.data(), 1, 32); });
   EXPECT_NE(e.find("no shader for Q4_0 weights yet"), std::string::npos) << e;
 }
+// Dispatches are recorded and submitted together at the download: a chain y1 = W1·x, y2 = W2·y1
+// (the second reads what the first wrote: the barrier between them) is one submission, gives the
+// bits of two separate ones, and survives its input buffers being destroyed before it runs.
+TEST(VulkanContext, RecordedDispatchesRunTogetherAtTheDownload) {
+  REQUIRE_DEVICE();
+  vk::Context& ctx = *context();
+  const int64_t K = 300, N1 = 70, N2 = 5;
+  const Problem p1(DType::F32, N1, K), p2(DType::F32, N2, N1);
+  const std::vector<float> y1 = vk::matvec(ctx, p1.w.data(), DType::F32, p1.x.data(), N1, K);
+  const std::vector<float> y2 = vk::matvec(ctx, p2.w.data(), DType::F32, y1.data(), N2, N1);
+  vk::Matvec matvec(ctx);
+  vk::Buffer out = ctx.buffer(N2 * 4);
+  {
+    vk::Buffer w1 = ctx.buffer(p1.w.size()), x = ctx.buffer(K * 4), w2 = ctx.buffer(p2.w.size()),
+               mid = ctx.buffer(N1 * 4);
+    ctx.upload(w1, p1.w.data(), w1.bytes());
+    ctx.upload(x, p1.x.data(), x.bytes());
+    ctx.upload(w2, p2.w.data(), w2.bytes());
+    matvec(w1, DType::F32, x, mid, N1, K);
+    matvec(w2, DType::F32, mid, out, N2, N1);
+    EXPECT_EQ(ctx.recorded(), 2u);
+  }  // w1, x, w2 and mid go while the work that reads them is only recorded
+  std::vector<float> chained(size_t(N2), 0.0f);
+  ctx.download(out, chained.data(), out.bytes());
+  EXPECT_EQ(ctx.recorded(), 0u);
+  EXPECT_EQ(0, std::memcmp(chained.data(), y2.data(), y2.size() * sizeof(float)));
+}
 #endif

@@ -14,8 +14,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 
 Buffer::~Buffer() {
   if (!ctx_) return;
-  Context::Raw r{buffer_, memory_, mapped_};
-  ctx_->free(r);
+  ctx_->retire([ctx = ctx_, r = Context::Raw{buffer_, memory_, mapped_}]() mutable { ctx->free(r); });
 }
 
 Pipeline& Pipeline::operator=(Pipeline&& o) noexcept {
@@ -25,10 +24,13 @@ Pipeline& Pipeline::operator=(Pipeline&& o) noexcept {
 }
 
 Pipeline::~Pipeline() {
-  if (!ctx_ || ctx_->lost_) return;
-  ctx_->fn<PFN_vkDestroyPipeline>("vkDestroyPipeline")(ctx_->device_, pipeline_, nullptr);
-  ctx_->fn<PFN_vkDestroyPipelineLayout>("vkDestroyPipelineLayout")(ctx_->device_, layout_, nullptr);
-  ctx_->fn<PFN_vkDestroyDescriptorSetLayout>("vkDestroyDescriptorSetLayout")(ctx_->device_, set_layout_, nullptr);
+  if (!ctx_) return;
+  ctx_->retire([ctx = ctx_, pipeline = pipeline_, layout = layout_, set_layout = set_layout_] {
+    if (ctx->lost_) return;  // a timed-out submission may still use them
+    ctx->fn<PFN_vkDestroyPipeline>("vkDestroyPipeline")(ctx->device_, pipeline, nullptr);
+    ctx->fn<PFN_vkDestroyPipelineLayout>("vkDestroyPipelineLayout")(ctx->device_, layout, nullptr);
+    ctx->fn<PFN_vkDestroyDescriptorSetLayout>("vkDestroyDescriptorSetLayout")(ctx->device_, set_layout, nullptr);
+  });
 }
 
 void Context::check(VkResult r, const char* what) const {
@@ -104,10 +106,10 @@ Context::Context(int index, ContextOptions options) : options_(options), index_(
     pi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     pi.queueFamilyIndex = family;
     check(fn<PFN_vkCreateCommandPool>("vkCreateCommandPool")(device_, &pi, nullptr, &commands_), "vkCreateCommandPool");
-    const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 64};
+    // A descriptor set per recorded dispatch (at most 8 buffers each), all reset after a submission.
+    const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 8 * kMaxRecorded};
     auto dpi = tagged<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
-    dpi.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
-    dpi.maxSets = 16;
+    dpi.maxSets = kMaxRecorded;
     dpi.poolSizeCount = 1;
     dpi.pPoolSizes = &size;
     check(fn<PFN_vkCreateDescriptorPool>("vkCreateDescriptorPool")(device_, &dpi, nullptr, &descriptors_),
@@ -123,6 +125,13 @@ Context::Context(int index, ContextOptions options) : options_(options), index_(
 Context::~Context() { release(); }
 
 void Context::release() {
+  if (device_ && recording_ && !lost_) {
+    try {
+      flush();  // recorded work that nobody read back still runs: buffers may not be freed under it
+    } catch (const Error&) {
+      // timed out: lost_ is set and handled below
+    }
+  }
   if (device_ && lost_) {
     // A submission timed out. Once it has finished (one more timeout), everything can go; if it
     // still runs, the device and its memory are left to the process's end rather than freed
@@ -131,6 +140,8 @@ void Context::release() {
                                                    uint64_t(options_.timeout.count()) * 1'000'000) != VK_SUCCESS)
       return;
     lost_ = false;
+    for (auto& destroy : retired_) destroy();
+    retired_.clear();
   }
   if (device_) {
     if (fence_) fn<PFN_vkDestroyFence>("vkDestroyFence")(device_, fence_, nullptr);
@@ -183,6 +194,13 @@ Context::Raw Context::allocate(uint64_t bytes, VkBufferUsageFlags usage, bool ho
   return r;
 }
 
+void Context::retire(std::function<void()> destroy) {
+  if (recording_)
+    retired_.push_back(std::move(destroy));
+  else
+    destroy();
+}
+
 void Context::free(Raw& r) const {
   if (lost_) return;  // a timed-out submission may still use it
   if (r.memory) fn<PFN_vkFreeMemory>("vkFreeMemory")(device_, r.memory, nullptr);  // unmaps it too
@@ -208,6 +226,7 @@ void Context::copy(VkBuffer from, VkBuffer to, uint64_t bytes) {
 
 void Context::upload(Buffer& b, const void* src, uint64_t bytes) {
   if (bytes > b.bytes_) throw Error("vulkan: upload of " + std::to_string(bytes) + " bytes to a smaller buffer");
+  flush();
   if (b.mapped_ && !options_.always_stage) {
     std::memcpy(b.mapped_, src, bytes);
     return;
@@ -225,6 +244,7 @@ void Context::upload(Buffer& b, const void* src, uint64_t bytes) {
 
 void Context::download(const Buffer& b, void* dst, uint64_t bytes) {
   if (bytes > b.bytes_) throw Error("vulkan: download of " + std::to_string(bytes) + " bytes from a smaller buffer");
+  flush();
   if (b.mapped_ && !options_.always_stage) {
     std::memcpy(dst, b.mapped_, bytes);
     return;
@@ -278,6 +298,11 @@ Pipeline Context::pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, 
 }
 
 VkCommandBuffer Context::begin() {
+  flush();
+  return begin_commands();
+}
+
+VkCommandBuffer Context::begin_commands() {
   if (lost_)
     throw Error("vulkan:" + std::to_string(index_) + " (" + name_ + "): unusable after a timed-out submission");
   auto ai = tagged<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
@@ -325,10 +350,20 @@ void Context::submit(VkCommandBuffer cb) {
 }
 
 void Context::dispatch(const Pipeline& p, std::span<const Buffer* const> buffers, const void* push, uint32_t groups_x,
-                       uint32_t groups_y) {
-  if (buffers.size() != p.n_buffers_)
+                       uint32_t groups_y, uint32_t groups_z) {
+  if (buffers.size() != p.n_buffers_ || buffers.size() > 8)
     throw Error("vulkan: dispatch: " + std::to_string(buffers.size()) + " buffers for a pipeline of " +
-                std::to_string(p.n_buffers_));
+                std::to_string(p.n_buffers_) + " (at most 8)");
+  if (!recording_) {
+    recording_ = begin_commands();
+  } else {  // what the dispatches before wrote, this one may read (or overwrite)
+    auto mb = tagged<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    fn<PFN_vkCmdPipelineBarrier>("vkCmdPipelineBarrier")(recording_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                                                         nullptr);
+  }
   auto ai = tagged<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
   ai.descriptorPool = descriptors_;
   ai.descriptorSetCount = 1;
@@ -344,24 +379,24 @@ void Context::dispatch(const Pipeline& p, std::span<const Buffer* const> buffers
     w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, w[i].pBufferInfo = &bi[i];
   }
   fn<PFN_vkUpdateDescriptorSets>("vkUpdateDescriptorSets")(device_, uint32_t(w.size()), w.data(), 0, nullptr);
-  const auto free_set = [&] {
-    if (!lost_) fn<PFN_vkFreeDescriptorSets>("vkFreeDescriptorSets")(device_, descriptors_, 1, &set);
-  };
-  try {
-    const VkCommandBuffer cb = begin();
-    fn<PFN_vkCmdBindPipeline>("vkCmdBindPipeline")(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline_);
-    fn<PFN_vkCmdBindDescriptorSets>("vkCmdBindDescriptorSets")(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout_, 0, 1,
-                                                               &set, 0, nullptr);
-    if (p.push_bytes_)
-      fn<PFN_vkCmdPushConstants>("vkCmdPushConstants")(cb, p.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes_,
-                                                       push);
-    fn<PFN_vkCmdDispatch>("vkCmdDispatch")(cb, groups_x, groups_y, 1);
-    submit(cb);
-  } catch (...) {
-    free_set();
-    throw;
-  }
-  free_set();
+  fn<PFN_vkCmdBindPipeline>("vkCmdBindPipeline")(recording_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline_);
+  fn<PFN_vkCmdBindDescriptorSets>("vkCmdBindDescriptorSets")(recording_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout_, 0,
+                                                             1, &set, 0, nullptr);
+  if (p.push_bytes_)
+    fn<PFN_vkCmdPushConstants>("vkCmdPushConstants")(recording_, p.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                                     p.push_bytes_, push);
+  fn<PFN_vkCmdDispatch>("vkCmdDispatch")(recording_, groups_x, groups_y, groups_z);
+  if (++recorded_ == kMaxRecorded) flush();  // the descriptor pool holds this many sets
+}
+
+void Context::flush() {
+  if (!recording_) return;
+  const VkCommandBuffer cb = recording_;
+  recording_ = VK_NULL_HANDLE, recorded_ = 0;
+  submit(cb);  // throws on a timeout, with lost_ set: nothing is freed then
+  fn<PFN_vkResetDescriptorPool>("vkResetDescriptorPool")(device_, descriptors_, 0);
+  for (auto& destroy : retired_) destroy();
+  retired_.clear();
 }
 
 }  // namespace toy::kernels::vulkan

@@ -6,15 +6,19 @@
 // downloads go through a host-visible staging buffer unless the memory is host-visible itself, as
 // on lavapipe and unified-memory GPUs), compute pipelines from SPIR-V embedded in the binary
 // (shaders.h), and one submit path that waits on a fence with a timeout: a submission that does
-// not finish in time is an Error, never a hang. Every failure is an Error with a clear message
+// not finish in time is an Error, never a hang. Dispatches are recorded, not run: they queue up in
+// one command buffer (a barrier between each and the next) until a download, an upload or flush()
+// submits them together, so a whole decode step is one submission. Every failure is an Error with a clear message
 // (no device N, no compute queue, out of device memory, the call and its VkResult).
 // Only in a TOY_VULKAN build; docs/vulkan.md.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "toy/kernels/vulkan/loader.h"
 
@@ -27,7 +31,8 @@ struct Error : std::runtime_error {
 class Context;
 
 // Device memory of `bytes` bytes, bound as a storage buffer. Freed with its Context's help when
-// destroyed (a buffer must not outlive its context).
+// destroyed (a buffer must not outlive its context); one that recorded work still uses is freed
+// once that work has run (pipelines likewise).
 class Buffer {
  public:
   Buffer() = default;
@@ -38,7 +43,7 @@ class Buffer {
 
  private:
   friend class Context;
-  const Context* ctx_ = nullptr;
+  Context* ctx_ = nullptr;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   void* mapped_ = nullptr;  // where the memory is host-visible: mapped for the buffer's life
@@ -55,7 +60,7 @@ class Pipeline {
 
  private:
   friend class Context;
-  const Context* ctx_ = nullptr;
+  Context* ctx_ = nullptr;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
@@ -83,17 +88,26 @@ class Context {
 
   // Device memory for `bytes` bytes (Error "out of device memory" where it cannot be had).
   Buffer buffer(uint64_t bytes);
-  // Host to device and back, the whole buffer or its first `bytes` bytes.
+  // Host to device and back, the whole buffer or its first `bytes` bytes. Both run the recorded
+  // dispatches first: a download sees what they wrote, an upload does not change what they read.
   void upload(Buffer& b, const void* src, uint64_t bytes);
   void download(const Buffer& b, void* dst, uint64_t bytes);
 
   Pipeline pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, uint32_t push_bytes);
-  // One dispatch of groups_x × groups_y workgroups with `push` as the push constants, waited for.
+  // Records one dispatch of groups_x × groups_y × groups_z workgroups with `push` as the push
+  // constants, after a barrier that makes what the previous dispatches wrote visible to it.
   void dispatch(const Pipeline& p, std::span<const Buffer* const> buffers, const void* push, uint32_t groups_x,
-                uint32_t groups_y = 1);
+                uint32_t groups_y = 1, uint32_t groups_z = 1);
+  // Submits the recorded dispatches and waits for them (nothing recorded: nothing to do).
+  void flush();
+  // Dispatches recorded since the last submission (for tests of the batching).
+  uint32_t recorded() const { return recorded_; }
+  // At most this many dispatches are recorded before they are submitted anyway.
+  static constexpr uint32_t kMaxRecorded = 1024;
 
-  // The one submit path: a command buffer begun for one submission, then submitted and waited for
-  // (at most options.timeout: Error after, and the context is unusable from then on).
+  // The one submit path: a command buffer begun for one submission (the recorded dispatches are
+  // submitted first), then submitted and waited for (at most options.timeout: Error after, and the
+  // context is unusable from then on).
   VkCommandBuffer begin();
   void submit(VkCommandBuffer cb);
 
@@ -114,6 +128,9 @@ class Context {
   };
   Raw allocate(uint64_t bytes, VkBufferUsageFlags usage, bool host_visible) const;
   void free(Raw& r) const;
+  // Frees a buffer's memory or destroys a pipeline now, or after the recorded work that may use it.
+  void retire(std::function<void()> destroy);
+  VkCommandBuffer begin_commands();
   void copy(VkBuffer from, VkBuffer to, uint64_t bytes);
   void check(VkResult r, const char* what) const;
   void release();
@@ -132,6 +149,9 @@ class Context {
   VkCommandPool commands_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  VkCommandBuffer recording_ = VK_NULL_HANDLE;  // the dispatches recorded and not yet submitted
+  uint32_t recorded_ = 0;
+  std::vector<std::function<void()>> retired_;  // what recorded work may still use, destroyed after it
   bool lost_ = false;  // a submission timed out: it may still run, so nothing may be freed
 };
 
