@@ -113,7 +113,9 @@ TEST(Infer, BadInputGetsClearErrors) {
   for (int i = 0; i < 300; ++i) many += ",5";
   auto longp = run_toy("infer " + m + " --ids " + many + " -n 1");
   EXPECT_EQ(longp.code, 0) << longp.err;
-  EXPECT_NE(longp.err.find("301 tokens, more than the context of 256: only 128 are used, its BOS token and its last 127"), std::string::npos)
+  EXPECT_NE(
+      longp.err.find("301 tokens, more than the context of 256: only 128 are used, its BOS token and its last 127"),
+      std::string::npos)
       << longp.err;
   EXPECT_NE(longp.err.find("prompt: 128 tokens"), std::string::npos) << longp.err;
   // Without BOS (--ids that do not start with it) only the last tokens are kept.

@@ -234,8 +234,10 @@ void Trainer::resume_from_checkpoint() {
                  torn);
   ckpt_ = latest_resumable_checkpoint(run_dir_, checkpoint_dir_);
   if (!ckpt_) {  // killed before its first checkpoint: the same run again, from its config.json
-    std::fprintf(io_.err, "%s has no checkpoint yet (%s/step-N.gguf with its step-N.optim.gguf): training it again "
-                 "from step 0 with its config.json\n", run_dir_.c_str(), checkpoint_dir_);
+    std::fprintf(io_.err,
+                 "%s has no checkpoint yet (%s/step-N.gguf with its step-N.optim.gguf): training it again "
+                 "from step 0 with its config.json\n",
+                 run_dir_.c_str(), checkpoint_dir_);
     fs::create_directories(fs::path(run_dir_) / checkpoint_dir_);
     return;
   }

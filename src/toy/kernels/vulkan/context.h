@@ -152,7 +152,7 @@ class Context {
   VkCommandBuffer recording_ = VK_NULL_HANDLE;  // the dispatches recorded and not yet submitted
   uint32_t recorded_ = 0;
   std::vector<std::function<void()>> retired_;  // what recorded work may still use, destroyed after it
-  bool lost_ = false;  // a submission timed out: it may still run, so nothing may be freed
+  bool lost_ = false;                           // a submission timed out: it may still run, so nothing may be freed
 };
 
 }  // namespace toy::kernels::vulkan
