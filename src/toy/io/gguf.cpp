@@ -605,6 +605,11 @@ void GgufWriter::add_tensor(std::string name, Shape shape, DType dtype, const vo
   tensors_.push_back({std::move(name), std::move(shape), dtype, data});
 }
 
+void GgufWriter::add_tensor(const std::string& name, const Tensor& t) {
+  kept_.push_back(t);
+  add_tensor(name, t.shape(), t.dtype(), t.raw());
+}
+
 namespace {
 
 struct Out {

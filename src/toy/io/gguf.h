@@ -173,7 +173,8 @@ class GgufWriter {
   // `shape` in PyTorch order; `data` must hold row_bytes(dtype, numel(shape)) bytes and stay
   // alive until write() returns.
   void add_tensor(std::string name, Shape shape, DType dtype, const void* data);
-  void add_tensor(const std::string& name, const Tensor& t) { add_tensor(name, t.shape(), t.dtype(), t.raw()); }
+  // The writer keeps `t` (a shared handle) alive until it is destroyed.
+  void add_tensor(const std::string& name, const Tensor& t);
   // Writes by write_output_file's rules (io/output_file.h); throws std::runtime_error on I/O failure.
   // `bytes`, if given, gets the file's size as its total and the bytes written as they go (the
   // write of a large F32 model is most of `toy init`'s time).
@@ -188,6 +189,7 @@ class GgufWriter {
   };
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<Pending> tensors_;
+  std::vector<Tensor> kept_;  // the tensors added by handle, whose bytes `tensors_` points at
 };
 
 // Copies every key and tensor of `in` into a writer (for round trips and re-saving).
