@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tensor/quant.h"
 
@@ -68,6 +69,11 @@ Tensor dropout(const Tensor& x, float p, uint64_t seed) {
 
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, const std::vector<Tensor>& bs) {
   auto bias = [&](size_t i) { return i < bs.size() ? bs[i] : Tensor(); };
+  if (DeviceOps* d = device_ops(x)) {
+    std::vector<Tensor> ys;
+    for (size_t i = 0; i < Ws.size(); ++i) ys.push_back(d->linear(x, Ws[i], bias(i)));
+    return ys;
+  }
   bool grad = needs_grad({&x});  // or an adapter: each its own linear() then, too
   for (const Tensor& W : Ws) grad = grad || needs_grad({&W}) || low_rank_of(W);
   for (const Tensor& b : bs) grad = grad || needs_grad({&b});
@@ -90,6 +96,7 @@ std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, cons
 }
 
 Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
+  if (DeviceOps* d = device_ops(x)) return d->linear(x, W, b);
   Tensor y = linear_output(x, W, b);
   const int64_t N = y.size(-1), K = x.size(-1), M = x.numel() / K;
   kernels::matmul_wt(x.data(), W.raw(), W.dtype(), y.data_mut(), M, N, K);

@@ -118,6 +118,13 @@ std::shared_ptr<Storage> Storage::borrow(const void* data, size_t bytes, std::sh
   return s;
 }
 
+std::shared_ptr<Storage> Storage::on_device(std::shared_ptr<const DeviceMemory> memory, size_t bytes) {
+  auto s = std::make_shared<Storage>();
+  s->bytes = bytes;
+  s->device = std::move(memory);
+  return s;
+}
+
 // --- construction ---------------------------------------------------------------------
 
 namespace {
@@ -186,7 +193,13 @@ void Tensor::check_dim(int n, const char* what) const {
     throw ShapeError(std::string(what) + ": expected " + std::to_string(n) + " dimensions, got " + to_string(shape()));
 }
 
+void Tensor::on_device_error(const char* what) const {
+  throw std::logic_error(std::string(what) + ": tensor '" + impl_->name + "' " + to_string(shape()) + " is on " +
+                         toy::to_string(device()) + ": copy it to the host first (to_host)");
+}
+
 void* Tensor::raw_mut() {
+  if (impl_->storage->device) on_device_error("raw_mut");
   if (!impl_->storage->writable) throw std::logic_error("tensor '" + impl_->name + "' is read-only (mapped file)");
   return static_cast<char*>(impl_->storage->data) + impl_->offset;
 }
@@ -208,6 +221,15 @@ const int32_t* Tensor::ids() const {
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> v(static_cast<size_t>(numel()));
+  if (const auto& memory = impl_->storage->device) {
+    std::vector<char> bytes(nbytes());
+    memory->read(impl_->offset, bytes.data(), bytes.size());
+    if (dtype() == DType::I32)
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float(reinterpret_cast<const int32_t*>(bytes.data())[i]);
+    else
+      dequantize(dtype(), bytes.data(), v.data(), numel());
+    return v;
+  }
   if (dtype() == DType::I32) {
     for (size_t i = 0; i < v.size(); ++i) v[i] = float(ids()[i]);
   } else {

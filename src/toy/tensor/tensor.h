@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "toy/tensor/device.h"
 #include "toy/tensor/dtype.h"
 
 // clang (before 15) says ASan is on only through __has_feature, GCC only through __SANITIZE_ADDRESS__.
@@ -40,8 +41,8 @@ struct ShapeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Bytes that tensors point into: an owned, 64-byte aligned buffer, or memory owned by
-// someone else (a mapped file) that `keepalive` keeps alive.
+// Bytes that tensors point into: an owned, 64-byte aligned buffer, memory owned by someone
+// else (a mapped file) that `keepalive` keeps alive, or a device's memory (data is null then).
 //
 // Owned buffers come from a small cache of freed buffers keyed by size (a decode step
 // allocates the same sizes every token, so malloc/free would otherwise be paid per op): at
@@ -52,10 +53,12 @@ struct Storage {
   size_t bytes = 0;
   size_t block = 0;  // size of the owned buffer, 0 when borrowed
   bool writable = true;
-  std::shared_ptr<void> keepalive;  // the owner of borrowed bytes
+  std::shared_ptr<void> keepalive;             // the owner of borrowed bytes
+  std::shared_ptr<const DeviceMemory> device;  // set for bytes on a device (device.h)
   // `bytes` owned bytes, zero-filled when `zero`, else left as they come (see Tensor::empty).
   static std::shared_ptr<Storage> allocate(size_t bytes, bool zero);
   static std::shared_ptr<Storage> borrow(const void* data, size_t bytes, std::shared_ptr<void> keepalive);
+  static std::shared_ptr<Storage> on_device(std::shared_ptr<const DeviceMemory> memory, size_t bytes);
 #if defined(__SANITIZE_ADDRESS__) || defined(TOY_ASAN)
   static constexpr bool kCacheBuffers = false;  // a reused buffer would hide use-after-free
 #else
@@ -111,6 +114,7 @@ class Tensor {
   int64_t size(int d) const;  // negative d counts from the end
   int64_t numel() const { return toy::numel(impl_->shape); }
   DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->storage->device ? impl_->storage->device->device() : Device::cpu(); }
   size_t nbytes() const;
   const std::string& name() const { return impl_->name; }
   Tensor& set_name(std::string n) {
@@ -128,13 +132,16 @@ class Tensor {
     return a;
   }
 
-  // --- data access ---
-  const void* raw() const { return static_cast<const char*>(impl_->storage->data) + impl_->offset; }
+  // --- data access (host tensors: a tensor on a device throws, copy it with to_vector or to_host) ---
+  const void* raw() const {
+    if (impl_->storage->device) on_device_error("raw");
+    return static_cast<const char*>(impl_->storage->data) + impl_->offset;
+  }
   void* raw_mut();            // throws for read-only (mapped) tensors
   const float* data() const;  // F32 only
   float* data_mut();
   const int32_t* ids() const;            // I32 only
-  std::vector<float> to_vector() const;  // any dtype, dequantized to float
+  std::vector<float> to_vector() const;  // any dtype, dequantized to float; a copy from a device too
   float item() const;                    // single F32 value
 
   // --- views and copies (views share storage; gradients flow through reshape) ---
@@ -159,6 +166,7 @@ class Tensor {
 
  private:
   void check_dim(int n, const char* what) const;
+  [[noreturn]] void on_device_error(const char* what) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -217,24 +217,26 @@ Buffer Context::buffer(uint64_t bytes) {
   return b;
 }
 
-void Context::copy(VkBuffer from, VkBuffer to, uint64_t bytes) {
+void Context::copy(VkBuffer from, uint64_t from_offset, VkBuffer to, uint64_t to_offset, uint64_t bytes) {
   const VkCommandBuffer cb = begin();
-  const VkBufferCopy region{0, 0, bytes};
+  const VkBufferCopy region{from_offset, to_offset, bytes};
   fn<PFN_vkCmdCopyBuffer>("vkCmdCopyBuffer")(cb, from, to, 1, &region);
   submit(cb);
 }
 
-void Context::upload(Buffer& b, const void* src, uint64_t bytes) {
-  if (bytes > b.bytes_) throw Error("vulkan: upload of " + std::to_string(bytes) + " bytes to a smaller buffer");
+void Context::upload(Buffer& b, const void* src, uint64_t bytes, uint64_t offset) {
+  if (offset > b.bytes_ || bytes > b.bytes_ - offset)
+    throw Error("vulkan: upload of " + std::to_string(bytes) + " bytes at " + std::to_string(offset) +
+                " to a smaller buffer");
   flush();
   if (b.mapped_ && !options_.always_stage) {
-    std::memcpy(b.mapped_, src, bytes);
+    std::memcpy(static_cast<char*>(b.mapped_) + offset, src, bytes);
     return;
   }
   Raw staging = allocate(bytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, /*host_visible=*/true);
   try {
     std::memcpy(staging.mapped, src, bytes);
-    copy(staging.buffer, b.buffer_, bytes);
+    copy(staging.buffer, 0, b.buffer_, offset, bytes);
   } catch (...) {
     free(staging);
     throw;
@@ -242,16 +244,18 @@ void Context::upload(Buffer& b, const void* src, uint64_t bytes) {
   free(staging);
 }
 
-void Context::download(const Buffer& b, void* dst, uint64_t bytes) {
-  if (bytes > b.bytes_) throw Error("vulkan: download of " + std::to_string(bytes) + " bytes from a smaller buffer");
+void Context::download(const Buffer& b, void* dst, uint64_t bytes, uint64_t offset) {
+  if (offset > b.bytes_ || bytes > b.bytes_ - offset)
+    throw Error("vulkan: download of " + std::to_string(bytes) + " bytes at " + std::to_string(offset) +
+                " from a smaller buffer");
   flush();
   if (b.mapped_ && !options_.always_stage) {
-    std::memcpy(dst, b.mapped_, bytes);
+    std::memcpy(dst, static_cast<const char*>(b.mapped_) + offset, bytes);
     return;
   }
   Raw staging = allocate(bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, /*host_visible=*/true);
   try {
-    copy(b.buffer_, staging.buffer, bytes);
+    copy(b.buffer_, offset, staging.buffer, 0, bytes);
     std::memcpy(dst, staging.mapped, bytes);
   } catch (...) {
     free(staging);

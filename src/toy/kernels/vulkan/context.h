@@ -88,10 +88,10 @@ class Context {
 
   // Device memory for `bytes` bytes (Error "out of device memory" where it cannot be had).
   Buffer buffer(uint64_t bytes);
-  // Host to device and back, the whole buffer or its first `bytes` bytes. Both run the recorded
+  // Host to device and back: `bytes` bytes at `offset` into the buffer. Both run the recorded
   // dispatches first: a download sees what they wrote, an upload does not change what they read.
-  void upload(Buffer& b, const void* src, uint64_t bytes);
-  void download(const Buffer& b, void* dst, uint64_t bytes);
+  void upload(Buffer& b, const void* src, uint64_t bytes, uint64_t offset = 0);
+  void download(const Buffer& b, void* dst, uint64_t bytes, uint64_t offset = 0);
 
   Pipeline pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, uint32_t push_bytes);
   // Records one dispatch of groups_x × groups_y × groups_z workgroups with `push` as the push
@@ -131,7 +131,7 @@ class Context {
   // Frees a buffer's memory or destroys a pipeline now, or after the recorded work that may use it.
   void retire(std::function<void()> destroy);
   VkCommandBuffer begin_commands();
-  void copy(VkBuffer from, VkBuffer to, uint64_t bytes);
+  void copy(VkBuffer from, uint64_t from_offset, VkBuffer to, uint64_t to_offset, uint64_t bytes);
   void check(VkResult r, const char* what) const;
   void release();
 

@@ -1,0 +1,134 @@
+// tests/test_device.cpp — the device seam (primitives/device.h): device names, tensors moved to a
+// Vulkan device and back, the primitives that run there against their CPU selves, clear errors.
+// The device tests run on vulkan:0 (lavapipe in CI) and skip where there is none.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "toy/kernels/reference.h"
+#include "toy/kernels/vulkan/devices.h"
+#include "toy/primitives/device.h"
+#include "toy/tensor/quant.h"
+
+using namespace toy;
+
+TEST(Device, NamesParseAndPrint) {
+  EXPECT_EQ(parse_device("cpu"), Device::cpu());
+  EXPECT_EQ(parse_device("vulkan"), Device::vulkan(0));
+  EXPECT_EQ(parse_device("vulkan:2"), Device::vulkan(2));
+  EXPECT_EQ(to_string(Device::vulkan(3)), "vulkan:3");
+  EXPECT_EQ(to_string(Device::cpu()), "cpu");
+  for (const char* bad : {"", "gpu", "vulkan:", "vulkan:-1", "vulkan:1x", "vulkan:99999", "cuda:0", "Vulkan"}) {
+    try {
+      parse_device(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("cpu, vulkan or vulkan:N"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Device, ACpuTensorStaysWhereItIs) {
+  const Tensor x = Tensor::from({2}, std::vector<float>{1, 2});
+  EXPECT_TRUE(x.device().is_cpu());
+  EXPECT_EQ(device_ops(x), nullptr);
+  EXPECT_EQ(to_host(x).impl(), x.impl());
+  EXPECT_EQ(to_device(x, Device::cpu()).impl(), x.impl());
+}
+
+#ifdef TOY_VULKAN
+namespace {
+
+#define REQUIRE_DEVICE()                               \
+  if (kernels::vulkan::list_devices().devices.empty()) \
+  GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem
+
+const Device kGpu = Device::vulkan(0);
+
+std::vector<float> uniform(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// A host tensor of dtype dt holding `values` rounded to it.
+Tensor host_tensor(Shape shape, DType dt, const std::vector<float>& values) {
+  Tensor t = Tensor::empty(shape, dt);
+  quantize(dt, values.data(), t.raw_mut(), int64_t(values.size()));
+  return t;
+}
+
+}  // namespace
+
+// Tensors go to the device and come back with the same bytes (dtype, name and shape kept), views
+// of them included; read on the host without a copy, they are a clear error.
+TEST(Device, TensorsGoToTheDeviceAndBackByteForByte) {
+  REQUIRE_DEVICE();
+  for (const DType dt : {DType::F32, DType::F16, DType::Q8_0}) {
+    SCOPED_TRACE(name(dt));
+    const Tensor h = host_tensor({3, 64}, dt, uniform(3 * 64, 7)).set_name("w");
+    const Tensor d = to_device(h, kGpu);
+    EXPECT_EQ(d.device(), kGpu);
+    EXPECT_EQ(d.shape(), h.shape());
+    EXPECT_EQ(d.dtype(), dt);
+    EXPECT_EQ(d.name(), "w");
+    const Tensor back = to_host(d);
+    EXPECT_TRUE(back.device().is_cpu());
+    EXPECT_EQ(0, std::memcmp(back.raw(), h.raw(), h.nbytes()));
+    EXPECT_EQ(d.row_slice(1, 3).to_vector(), h.row_slice(1, 3).to_vector());  // a view at an offset
+    try {
+      (void)d.raw();
+      ADD_FAILURE() << "raw() of a device tensor";
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("is on vulkan:0: copy it to the host first"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// linear() of tensors on the device runs the matrix-vector shader: within the bound of
+// VulkanMatvec's check_matvec (tests/test_vulkan.cpp) of the double reference, since it is that shader.
+TEST(Device, LinearRunsOnTheDevice) {
+  REQUIRE_DEVICE();
+  const int64_t N = 37, K = 300;
+  const auto xv = uniform(K, 1), wv = uniform(N * K, 2);
+  const Tensor x = Tensor::from({1, K}, xv), W = Tensor::from({N, K}, wv);
+  NoGrad no_grad;
+  const Tensor y = linear(to_device(x, kGpu), to_device(W, kGpu));
+  EXPECT_EQ(y.device(), kGpu);
+  ASSERT_EQ(y.shape(), (Shape{1, N}));
+  const std::vector<float> got = y.to_vector();
+  for (int64_t n = 0; n < N; ++n) {
+    double s = 0, mag = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      s += double(xv[size_t(k)]) * wv[size_t(n * K + k)];
+      mag += std::fabs(double(xv[size_t(k)]) * wv[size_t(n * K + k)]);
+    }
+    const double bound = 1.01 * double((K + 63) / 64 + 6) * std::ldexp(1.0, -24) * mag;
+    EXPECT_LE(std::fabs(got[size_t(n)] - s), bound) << "row " << n;
+  }
+}
+
+// Tensors of two devices in one op, and a device that is not there, are clear errors.
+TEST(Device, MixedDevicesAndMissingOnesAreClearErrors) {
+  REQUIRE_DEVICE();
+  NoGrad no_grad;
+  const Tensor x = Tensor::from({1, 4}, std::vector<float>{1, 2, 3, 4});
+  const Tensor W = Tensor::from({2, 4}, std::vector<float>(8, 1.0f)).set_name("w");
+  try {
+    linear(to_device(x, kGpu), W);
+    ADD_FAILURE() << "a host weight for a device x";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' is on cpu, not on vulkan:0"), std::string::npos) << e.what();
+  }
+  try {
+    to_device(x, Device::vulkan(99));
+    ADD_FAILURE() << "vulkan:99";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("no device vulkan:99"), std::string::npos) << e.what();
+  }
+}
+#endif
