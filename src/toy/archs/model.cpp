@@ -4,6 +4,7 @@
 
 #include "toy/archs/arch.h"
 #include "toy/io/file_type.h"
+#include "toy/primitives/device.h"
 
 namespace toy {
 
@@ -201,6 +202,20 @@ std::unique_ptr<Model> random_model(const ModelShape& s, uint64_t seed) {
   const Architecture* a = find_architecture(s.arch);
   if (!a) throw std::invalid_argument("unknown architecture '" + s.arch + "' (toy has: " + architecture_names() + ")");
   return a->random(shape_metadata(s), s.n_vocab, s.tied_output, seed);
+}
+
+void Model::to(Device d) {
+  if (d == device_) return;
+  for_each_param([&](Tensor& t) {
+    if (t.impl()->low_rank)
+      throw DeviceError("toy cannot move LoRA adapters to " + to_string(d) + " yet (" + t.name() +
+                        "): merge them first (toy export --lora), or run on the CPU");
+  });
+  std::vector<Tensor> moved;  // every parameter on d before any is replaced: a failure leaves the model as it was
+  for_each_param([&](Tensor& t) { moved.push_back(to_device(t, d)); });
+  size_t i = 0;
+  for_each_param([&](Tensor& t) { t = moved[i++]; });
+  device_ = d;
 }
 
 }  // namespace toy

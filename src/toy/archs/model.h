@@ -48,9 +48,15 @@ class Model {
   // Whether `layer` attends, and so keeps keys and values in a KV cache: every layer, except a
   // hybrid's recurrent ones (their state is a RecurrentState).
   virtual bool attends(int64_t layer) const = 0;
+  // Moves every parameter to `d` (Device::cpu(): back to the host): forward() runs there from
+  // then on, and engines keep their caches there. Throws DeviceError where d cannot be had, and
+  // for a model with LoRA adapters (not on a device yet); the model is then left where it was.
+  void to(Device d);
+  Device device() const { return device_; }
 
  protected:
   ModelConfig config_;
+  Device device_ = Device::cpu();
 };
 
 // GGUF metadata: keys and values in file order (GgufFile::metadata(), a card's block).

@@ -5,19 +5,26 @@
 #include <stdexcept>
 #include <string>
 
+#include "toy/primitives/device.h"
 #include "toy/primitives/indexing.h"
 #include "toy/tensor/quant.h"
 
 namespace toy {
 
-KvCache::KvCache(const std::vector<bool>& attends, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype)
+KvCache::KvCache(const std::vector<bool>& attends, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype,
+                 Device device)
     : n_ctx_(n_ctx), dtype_(dtype), k_(attends.size()), v_(attends.size()) {
   if (dtype != DType::F32 && dtype != DType::F16)
     throw std::invalid_argument("kv cache: dtype " + std::string(name(dtype)) + " (F32 or F16)");
+  DeviceOps* d = device_ops(device);
+  auto rows = [&] {
+    const Shape shape{n_ctx, n_kv_head, d_head};
+    return d ? d->empty(shape, dtype) : Tensor::empty(shape, dtype);
+  };
   for (size_t l = 0; l < attends.size(); ++l)
     if (attends[l]) {
-      k_[l] = Tensor::empty({n_ctx, n_kv_head, d_head}, dtype);
-      v_[l] = Tensor::empty({n_ctx, n_kv_head, d_head}, dtype);
+      k_[l] = rows();
+      v_[l] = rows();
     }
 }
 
@@ -39,10 +46,15 @@ std::pair<Tensor, Tensor> KvCache::store(int64_t layer, int64_t pos0, const Tens
   if (pos0 + T > n_ctx_)
     throw ShapeError("kv cache: positions up to " + std::to_string(pos0 + T) + " exceed the context of " +
                      std::to_string(n_ctx_));
-  const int64_t n = T * Hkv * Dh;
-  const size_t at = size_t(row_bytes(dtype_, pos0 * Hkv * Dh));
-  quantize(dtype_, k.data(), static_cast<char*>(K.raw_mut()) + at, n);  // a copy, or rounding to halves
-  quantize(dtype_, v.data(), static_cast<char*>(V.raw_mut()) + at, n);
+  if (DeviceOps* d = device_ops(K)) {
+    d->store_rows(K, pos0, k.reshape({T, Hkv, Dh}));
+    d->store_rows(V, pos0, v.reshape({T, Hkv, Dh}));
+  } else {
+    const int64_t n = T * Hkv * Dh;
+    const size_t at = size_t(row_bytes(dtype_, pos0 * Hkv * Dh));
+    quantize(dtype_, k.data(), static_cast<char*>(K.raw_mut()) + at, n);  // a copy, or rounding to halves
+    quantize(dtype_, v.data(), static_cast<char*>(V.raw_mut()) + at, n);
+  }
   const int64_t S = pos0 + T;
   return {K.row_slice(0, S).reshape({1, S, Hkv, Dh}), V.row_slice(0, S).reshape({1, S, Hkv, Dh})};
 }
@@ -81,6 +93,11 @@ Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   if (!ctx.seq(0).kv) return attention(q, k, v, o);
   if (ctx.seqs.size() != size_t(B))
     throw ShapeError("sequence_attention: a KV cache holds one sequence, not a batch of " + std::to_string(B));
+  if (B == 1) {  // one sequence: its rows as they are
+    const Seq& s = ctx.seq(0);
+    auto [K, V] = s.kv->store(layer, s.pos0, k, v);  // [1, S, Hkv, Dh]
+    return attention(q, K, V, o);                    // [1, T, H, Dh]
+  }
   std::vector<Tensor> rows;  // row b: [T·H, Dh]
   for (int64_t b = 0; b < B; ++b) {
     const Seq& s = ctx.seq(b);
@@ -94,9 +111,9 @@ Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
 Tensor logit_positions(const Tensor& x, const Ctx& ctx) {
   auto [B, T, D] = x.dims<3>("logit_positions: x");
   if (!ctx.last_logits || T == 1) return x;
-  Tensor last = Tensor::empty({B, 1, D});
-  for (int64_t b = 0; b < B; ++b) std::copy_n(x.data() + (b * T + T - 1) * D, D, last.data_mut() + b * D);
-  return last;
+  std::vector<int32_t> last(static_cast<size_t>(B));  // row b·T + T − 1 of x's B·T rows
+  for (int64_t b = 0; b < B; ++b) last[size_t(b)] = int32_t(b * T + T - 1);
+  return gather_rows(x.reshape({B * T, D}), Tensor::from_ids({B}, last)).reshape({B, 1, D});
 }
 
 Tensor self_attention(const AttentionWeights& w, const AttentionConfig& c, const Tensor& x, const RopeTable& angles,

@@ -17,7 +17,9 @@ class KvCache {
  public:
   // Rows for the layers ℓ with attends[ℓ] (a hybrid's recurrent layers keep a RecurrentState
   // instead, so they get none); store() into another layer throws std::logic_error.
-  KvCache(const std::vector<bool>& attends, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32);
+  // On `device` (its memory; the CPU's by default).
+  KvCache(const std::vector<bool>& attends, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32,
+          Device device = Device::cpu());
   KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_kv_head, int64_t d_head, DType dtype = DType::F32)
       : KvCache(std::vector<bool>(size_t(n_layer), true), n_ctx, n_kv_head, d_head, dtype) {}
   // Writes k, v ([1, T, Hkv, Dh], f32; rounded to the cache's dtype) at positions

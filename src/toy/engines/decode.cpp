@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "toy/primitives/device.h"
+
 namespace toy {
 
 namespace {
@@ -21,13 +23,16 @@ std::vector<bool> attending_layers(const Model& m) {  // the layers that need KV
 DecodeEngine::DecodeEngine(const Model& m, int64_t n_ctx, DType kv_type)
     : model_(&m),
       cache_(attending_layers(m), n_ctx > 0 ? n_ctx : m.config().n_ctx, m.config().n_kv_head, m.config().d_head,
-             kv_type) {}
+             kv_type, m.device()) {}
 
 void DecodeEngine::set_model(const Model& m) {
   const ModelConfig &a = model_->config(), &b = m.config();
   if (a.arch != b.arch || a.n_layer != b.n_layer || a.n_kv_head != b.n_kv_head || a.d_head != b.d_head ||
       a.n_vocab != b.n_vocab)
     throw std::invalid_argument("set_model: the model's shape differs from the engine's");
+  if (m.device() != model_->device())
+    throw std::invalid_argument("set_model: the model is on " + to_string(m.device()) + ", the engine's cache on " +
+                                to_string(model_->device()));
   model_ = &m;
   reset();
 }
@@ -49,7 +54,7 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   const int64_t T = int64_t(ids.size()), V = model_->config().n_vocab;
   NoGrad no_grad;
   const Ctx ctx{.seqs = {{.pos0 = n_past(), .kv = &cache_, .state = &state_}}, .last_logits = last_only};
-  Tensor logits = model_->forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, V]
+  Tensor logits = to_host(model_->forward(Tensor::from_ids({1, T}, ids), ctx));  // [1, T or 1, V]
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
   return logits.reshape({logits.size(1), V});
 }
@@ -67,7 +72,7 @@ Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::spa
     ctx.seqs.push_back({.pos0 = e.n_past(), .kv = &e.cache_, .state = &e.state_});
   }
   NoGrad no_grad;
-  Tensor logits = model.forward(Tensor::from_ids({B, 1}, ids), ctx);  // [B, 1, V]
+  Tensor logits = to_host(model.forward(Tensor::from_ids({B, 1}, ids), ctx));  // [B, 1, V]
   for (size_t b = 0; b < engines.size(); ++b) engines[b]->tokens_.push_back(ids[b]);
   return logits.reshape({B, model.config().n_vocab});
 }

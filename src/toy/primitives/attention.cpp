@@ -10,6 +10,7 @@
 // The loops (a gemm path for long inputs, flash-decoding chunks for short ones, both independent
 // of the thread count) are kernels::attention and kernels::attention_backward (kernels/attention.cpp).
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 #include "toy/primitives/primitives.h"
 
 namespace toy {
@@ -24,6 +25,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   if (k.dtype() != v.dtype() || (!half && k.dtype() != DType::F32))
     throw ShapeError("attention: k and v must both be F32 or both F16, got " + std::string(name(k.dtype())) + " and " +
                      std::string(name(v.dtype())));
+  if (DeviceOps* d = device_ops(q)) return d->attention(q, k, v, o);
   const kernels::AttentionGeometry g{.B = B,
                                      .T = T,
                                      .S = S,

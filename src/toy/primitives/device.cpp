@@ -47,6 +47,7 @@ Tensor DeviceOps::scale(const Tensor&, float) { unsupported("scale"); }
 Tensor DeviceOps::silu(const Tensor&) { unsupported("silu"); }
 Tensor DeviceOps::gelu_tanh(const Tensor&) { unsupported("gelu_tanh"); }
 Tensor DeviceOps::softcap(const Tensor&, float) { unsupported("softcap"); }
+Tensor DeviceOps::sigmoid(const Tensor&) { unsupported("sigmoid"); }
 Tensor DeviceOps::linear(const Tensor&, const Tensor&, const Tensor&) { unsupported("linear"); }
 Tensor DeviceOps::embedding(const Tensor&, const Tensor&) { unsupported("embedding"); }
 Tensor DeviceOps::gather_rows(const Tensor&, const Tensor&) { unsupported("gather_rows"); }

@@ -44,6 +44,7 @@ class DeviceOps {
   virtual Tensor silu(const Tensor& x);
   virtual Tensor gelu_tanh(const Tensor& x);
   virtual Tensor softcap(const Tensor& x, float cap);
+  virtual Tensor sigmoid(const Tensor& x);
   virtual Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b);
   virtual Tensor embedding(const Tensor& W, const Tensor& ids);
   virtual Tensor gather_rows(const Tensor& x, const Tensor& rows);

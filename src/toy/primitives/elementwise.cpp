@@ -1,6 +1,7 @@
 // primitives/elementwise.cpp — add, mul, scale, activations and soft-capping, with gradients
 // (the loops: kernels/elementwise.cpp and kernels/activations.cpp).
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 #include "toy/primitives/primitives.h"
 
 namespace toy {
@@ -32,6 +33,7 @@ Tensor binary(const Tensor& a, const Tensor& b, Kernel kernel) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   same_shape("add", a, b);
+  if (DeviceOps* d = device_ops(a)) return d->add(a, b);
   Tensor y = binary(a, b, kernels::add);
   if (needs_grad({&a, &b})) record(y, "add", {a, b}, [](const Tensor& d) { return std::vector<Tensor>{d, d}; });
   return y;
@@ -39,6 +41,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   same_shape("mul", a, b);
+  if (DeviceOps* d = device_ops(a)) return d->mul(a, b);
   Tensor y = binary(a, b, kernels::mul);
   if (needs_grad({&a, &b}))
     record(y, "mul", {a, b}, [a, b](const Tensor& d) {  // d(ab) = b·da + a·db
@@ -48,12 +51,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor scale(const Tensor& x, float s) {
+  if (DeviceOps* d = device_ops(x)) return d->scale(x, s);
   Tensor y = unary(x, [s](const float* px, float* py, int64_t n) { kernels::scale(px, s, py, n); });
   if (needs_grad({&x})) record(y, "scale", {x}, [s](const Tensor& d) { return std::vector<Tensor>{scale(d, s)}; });
   return y;
 }
 
 Tensor silu(const Tensor& x) {
+  if (DeviceOps* d = device_ops(x)) return d->silu(x);
   Tensor y = Tensor::empty(x.shape());
   kernels::parallel_for(x.numel(), 1 << 14,
                         [&](int64_t i0, int64_t i1) { kernels::silu(x.data() + i0, y.data_mut() + i0, i1 - i0); });
@@ -70,6 +75,7 @@ Tensor silu(const Tensor& x) {
 // backward: the table's steps are not what the gradient differentiates, and moved the gpt2 and
 // gemma2 PyTorch traces by up to 9e-4 in gradient norm (fixtures/train/README.md).
 Tensor gelu_tanh(const Tensor& x) {
+  if (DeviceOps* d = device_ops(x)) return d->gelu_tanh(x);
   const bool training = needs_grad({&x});
   Tensor y = unary(x, training ? kernels::gelu_tanh_exact : kernels::gelu_tanh);
   if (training)
@@ -79,6 +85,7 @@ Tensor gelu_tanh(const Tensor& x) {
 }
 
 Tensor softcap(const Tensor& x, float cap) {
+  if (DeviceOps* d = device_ops(x)) return d->softcap(x, cap);
   Tensor y = unary(x, [cap](const float* px, float* py, int64_t n) { kernels::softcap(px, cap, py, n); });
   if (needs_grad({&x}))
     // y.detach(): the rule needs y's values, and holding y itself (which owns this node) would
@@ -92,6 +99,7 @@ Tensor softcap(const Tensor& x, float cap) {
 }
 
 Tensor sigmoid(const Tensor& x) {
+  if (DeviceOps* d = device_ops(x)) return d->sigmoid(x);
   Tensor y = unary(x, kernels::sigmoid);
   if (needs_grad({&x}))
     record(y, "sigmoid", {x}, [y = y.detach()](const Tensor& d) {  // σ' = σ(1 − σ); y.detach(): see softcap

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 
 namespace toy {
 
@@ -61,6 +62,7 @@ Tensor narrow(const Tensor& x, int64_t begin, int64_t n) {
 Tensor gather_rows(const Tensor& x, const Tensor& rows) {
   auto [N, D] = x.dims<2>("gather_rows: x");
   check_rows("gather_rows", rows, N);
+  if (DeviceOps* d = device_ops(x)) return d->gather_rows(x, rows);
   const int64_t M = rows.numel();
   Tensor y = Tensor::empty({M, D});
   kernels::gather_rows(x.data(), rows.ids(), M, D, y.data_mut());
@@ -81,6 +83,14 @@ Tensor concat_rows(const std::vector<Tensor>& xs) {
     if (x.dims<2>("concat_rows: x")[1] != D)
       throw ShapeError("concat_rows: " + to_string(x.shape()) + " after " + to_string(xs[0].shape()));
     M += x.size(0);
+  }
+  if (DeviceOps* d = device_ops(xs[0])) {  // each x's rows stored in turn, without gradient
+    Tensor y = d->empty({M, D}, DType::F32);
+    for (int64_t at = 0; const Tensor& x : xs) {
+      d->store_rows(y, at, x);
+      at += x.size(0);
+    }
+    return y;
   }
   Tensor y = Tensor::empty({M, D});
   int64_t at = 0;

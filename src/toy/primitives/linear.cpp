@@ -153,14 +153,15 @@ Tensor times(const Tensor& x, const Tensor& A) {
 
 Tensor embedding(const Tensor& W, const Tensor& ids) {
   auto [V, D] = W.dims<2>("embedding: W");
-  Shape out_shape = ids.shape();
-  out_shape.push_back(D);
-  Tensor y = Tensor::empty(out_shape);
   const int32_t* id = ids.ids();
   for (int64_t i = 0, n = ids.numel(); i < n; ++i)
     if (id[i] < 0 || id[i] >= V)
       throw ShapeError("embedding: token id " + std::to_string(id[i]) + " is outside the vocabulary [0, " +
                        std::to_string(V) + ")");
+  if (DeviceOps* d = device_ops(W)) return d->embedding(W, ids);
+  Shape out_shape = ids.shape();
+  out_shape.push_back(D);
+  Tensor y = Tensor::empty(out_shape);
   kernels::gather_rows_wt(W.raw(), W.dtype(), id, ids.numel(), D, y.data_mut());
   if (needs_grad({&W}))
     record(y, "embedding", {W}, [W, ids, D = D](const Tensor& dy) {  // dW[id] += dy row (scatter-add)

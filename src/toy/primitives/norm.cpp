@@ -1,6 +1,7 @@
 // primitives/norm.cpp — RMSNorm and LayerNorm over the last dimension, with gradients. The
 // loops are kernels::rms_norm, kernels::layer_norm and their backward kernels (kernels/norm.cpp).
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 #include "toy/primitives/primitives.h"
 
 namespace toy {
@@ -11,6 +12,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) {
   const int64_t D = x.size(-1);
   if (w.shape() != Shape{D})
     throw ShapeError("rms_norm: weight " + to_string(w.shape()) + " for x " + to_string(x.shape()));
+  if (DeviceOps* d = device_ops(x)) return d->rms_norm(x, w, eps);
   const int64_t R = x.numel() / D;
   Tensor y = Tensor::empty(x.shape());
   Tensor rstd = Tensor::empty({R});
@@ -31,6 +33,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
   if (w.shape() != Shape{D} || b.shape() != Shape{D})
     throw ShapeError("layer_norm: weight " + to_string(w.shape()) + " / bias " + to_string(b.shape()) + " for x " +
                      to_string(x.shape()));
+  if (DeviceOps* d = device_ops(x)) return d->layer_norm(x, w, b, eps);
   const int64_t R = x.numel() / D;
   Tensor y = Tensor::empty(x.shape()), xhat = Tensor::empty(x.shape()), rstd = Tensor::empty({R});
   kernels::layer_norm(x.data(), w.data(), b.data(), eps, R, D, y.data_mut(), xhat.data_mut(), rstd.data_mut());

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 #include "toy/primitives/primitives.h"
 
 namespace toy {
@@ -67,12 +68,13 @@ RopeTable rope_angles(const Tensor& pos, const Rope& r) {
   std::sort(a->at.begin(), a->at.end());
   a->at.erase(std::unique(a->at.begin(), a->at.end()), a->at.end());
   const int64_t P = int64_t(a->at.size());
+  const std::vector<float> f = r.freq_factors.defined() ? r.freq_factors.to_vector() : std::vector<float>{};
   a->cos.resize(size_t(P * half));
   a->sin.resize(size_t(P * half));
   for (int64_t t = 0; t < P; ++t)
     for (int64_t i = 0; i < half; ++i) {
       double theta = double(a->at[size_t(t)]) * std::pow(double(r.base), -2.0 * double(i) / double(r.n_rot));
-      if (r.freq_factors.defined()) theta /= double(r.freq_factors.data()[i]);
+      if (!f.empty()) theta /= double(f[size_t(i)]);
       a->cos[size_t(t * half + i)] = float(std::cos(theta));
       a->sin[size_t(t * half + i)] = float(std::sin(theta));
     }
@@ -80,6 +82,7 @@ RopeTable rope_angles(const Tensor& pos, const Rope& r) {
 }
 
 Tensor rope(const Tensor& x, const RopeTable& angles) {
+  if (DeviceOps* d = device_ops(x)) return d->rope(x, *angles);
   Tensor y = rotate(x, *angles, 1.0f);
   if (needs_grad({&x}))
     record(y, "rope", {x}, [angles](const Tensor& dy) { return std::vector<Tensor>{rotate(dy, *angles, -1.0f)}; });
