@@ -206,13 +206,13 @@ std::unique_ptr<Model> random_model(const ModelShape& s, uint64_t seed) {
 
 void Model::to(Device d) {
   if (d == device_) return;
+  std::vector<Tensor> moved;  // every parameter on d before any is replaced: a failure leaves the model as it was
   for_each_param([&](Tensor& t) {
     if (t.impl()->low_rank)
       throw DeviceError("toy cannot move LoRA adapters to " + to_string(d) + " yet (" + t.name() +
                         "): merge them first (toy export --lora), or run on the CPU");
+    moved.push_back(to_device(t, d));
   });
-  std::vector<Tensor> moved;  // every parameter on d before any is replaced: a failure leaves the model as it was
-  for_each_param([&](Tensor& t) { moved.push_back(to_device(t, d)); });
   size_t i = 0;
   for_each_param([&](Tensor& t) { t = moved[i++]; });
   device_ = d;

@@ -93,11 +93,6 @@ Tensor sequence_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   if (!ctx.seq(0).kv) return attention(q, k, v, o);
   if (ctx.seqs.size() != size_t(B))
     throw ShapeError("sequence_attention: a KV cache holds one sequence, not a batch of " + std::to_string(B));
-  if (B == 1) {  // one sequence: its rows as they are
-    const Seq& s = ctx.seq(0);
-    auto [K, V] = s.kv->store(layer, s.pos0, k, v);  // [1, S, Hkv, Dh]
-    return attention(q, K, V, o);                    // [1, T, H, Dh]
-  }
   std::vector<Tensor> rows;  // row b: [T·H, Dh]
   for (int64_t b = 0; b < B; ++b) {
     const Seq& s = ctx.seq(b);

@@ -69,16 +69,13 @@ Tensor dropout(const Tensor& x, float p, uint64_t seed) {
 
 std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, const std::vector<Tensor>& bs) {
   auto bias = [&](size_t i) { return i < bs.size() ? bs[i] : Tensor(); };
-  if (DeviceOps* d = device_ops(x)) {
-    std::vector<Tensor> ys;
-    for (size_t i = 0; i < Ws.size(); ++i) ys.push_back(d->linear(x, Ws[i], bias(i)));
-    return ys;
-  }
-  bool grad = needs_grad({&x});  // or an adapter: each its own linear() then, too
-  for (const Tensor& W : Ws) grad = grad || needs_grad({&W}) || low_rank_of(W);
-  for (const Tensor& b : bs) grad = grad || needs_grad({&b});
+  // A gradient, an adapter or a device: each its own linear() (its own node of the graph, or
+  // the device's product).
+  bool each = needs_grad({&x}) || device_ops(x);
+  for (const Tensor& W : Ws) each = each || needs_grad({&W}) || low_rank_of(W);
+  for (const Tensor& b : bs) each = each || needs_grad({&b});
   std::vector<Tensor> ys;
-  if (grad) {  // each its own node of the graph
+  if (each) {
     for (size_t i = 0; i < Ws.size(); ++i) ys.push_back(linear(x, Ws[i], bias(i)));
     return ys;
   }

@@ -221,19 +221,19 @@ const int32_t* Tensor::ids() const {
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> v(static_cast<size_t>(numel()));
+  std::vector<char> copy;  // a device tensor's bytes, read to the host
+  const void* bytes = nullptr;
   if (const auto& memory = impl_->storage->device) {
-    std::vector<char> bytes(nbytes());
-    memory->read(impl_->offset, bytes.data(), bytes.size());
-    if (dtype() == DType::I32)
-      for (size_t i = 0; i < v.size(); ++i) v[i] = float(reinterpret_cast<const int32_t*>(bytes.data())[i]);
-    else
-      dequantize(dtype(), bytes.data(), v.data(), numel());
-    return v;
+    copy.resize(nbytes());
+    memory->read(impl_->offset, copy.data(), copy.size());
+    bytes = copy.data();
+  } else {
+    bytes = raw();
   }
   if (dtype() == DType::I32) {
-    for (size_t i = 0; i < v.size(); ++i) v[i] = float(ids()[i]);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(static_cast<const int32_t*>(bytes)[i]);
   } else {
-    dequantize(dtype(), raw(), v.data(), numel());
+    dequantize(dtype(), bytes, v.data(), numel());
   }
   return v;
 }
