@@ -125,10 +125,12 @@ TEST(LlamaCppHabits, FlagsHelpAndSuggestions) {
   std::ofstream(s.dir / "prompt.txt") << "Once upon a time";
   auto file_prompt = run_toy("infer -m " + m + " -f " + (s.dir / "prompt.txt").string() + " -n 6 --temp 0");
   EXPECT_EQ(file_prompt.out, a.out) << file_prompt.err;
-  auto ngl = run_toy("infer -m " + m + " -ngl 99 -n 1");
+  // -ngl N puts the model on vulkan:0 unless --device says otherwise (test_device.cpp runs it there).
+  auto ngl = run_toy("infer -m " + m + " -ngl 99 --device cpu -p 'Once upon a time' -n 6 -s 3 --temp 0");
   EXPECT_EQ(ngl.code, 0) << ngl.err;
-  EXPECT_NE(ngl.err.find("-ngl is ignored"), std::string::npos) << ngl.err;
-  EXPECT_EQ(run_toy("infer " + m + " -m " + m + " -n 1").code, 2);  // the model twice
+  EXPECT_EQ(ngl.out, a.out);
+  EXPECT_EQ(run_toy("infer -m " + m + " -ngl 0 --device vulkan -n 1").code, 2);  // the two contradict
+  EXPECT_EQ(run_toy("infer " + m + " -m " + m + " -n 1").code, 2);               // the model twice
   EXPECT_EQ(run_toy("infer -m " + m + " -p x -f " + (s.dir / "prompt.txt").string()).code, 2);
 
   // toy help CMD is toy CMD --help.

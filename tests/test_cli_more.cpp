@@ -203,8 +203,8 @@ TEST(CliManifest, DescribesEveryCommandAndFlag) {
   EXPECT_EQ(m["name"], "toy");
   EXPECT_FALSE(m["version"].get<std::string>().empty());
   EXPECT_EQ(m["event_schema"], "toy/v1");
-  EXPECT_EQ(m["exit_codes"].size(), 6u);
-  for (const char* code : {"0", "1", "2", "3", "4", "130"}) EXPECT_TRUE(m["exit_codes"].contains(code)) << code;
+  EXPECT_EQ(m["exit_codes"].size(), 7u);
+  for (const char* code : {"0", "1", "2", "3", "4", "5", "130"}) EXPECT_TRUE(m["exit_codes"].contains(code)) << code;
 
   const auto overview = run_toy("--help");
   EXPECT_EQ(overview.code, 0);

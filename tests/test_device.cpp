@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "fixtures.h"
 #include "toy/kernels/reference.h"
 #include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/device.h"
@@ -36,6 +37,31 @@ TEST(Device, ACpuTensorStaysWhereItIs) {
   EXPECT_EQ(device_ops(x), nullptr);
   EXPECT_EQ(to_host(x).impl(), x.impl());
   EXPECT_EQ(to_device(x, Device::cpu()).impl(), x.impl());
+}
+
+// --device, TOY_DEVICE and -ngl: a malformed name is a usage error (2); a device that cannot be
+// had is exit 5 with a message that says why — in a build without Vulkan as in one with it.
+TEST(DeviceCli, ADeviceThatCannotBeHadIsExit5) {
+  using test::run_toy;
+  for (const char* cmd : {"infer -n 1", "eval --ids 1,2", "bench --reps 1", "chat -n 1"}) {
+    SCOPED_TRACE(cmd);
+    const std::string model =
+        std::string(cmd).rfind("bench", 0) == 0 ? " " TOY_SOURCE_DIR "/models/toy-stories.gguf" : "";
+    const auto r = run_toy(std::string(cmd) + model + " --device vulkan:99", "hi\n");
+    EXPECT_EQ(r.code, 5) << r.err;
+    EXPECT_TRUE(r.err.find("no device vulkan:99") != std::string::npos ||
+                r.err.find("built without the Vulkan backend") != std::string::npos)
+        << r.err;
+    EXPECT_EQ(run_toy(std::string(cmd) + model + " --device gpu").code, 2);
+  }
+  const auto serve = run_toy("serve --port 0 --device vulkan:99");
+  EXPECT_EQ(serve.code, 5) << serve.err;
+  EXPECT_EQ(serve.out.find("listening"), std::string::npos) << serve.out;  // it never started
+  test::ScopedEnv env;
+  env.set("TOY_DEVICE", "vulkan:x");
+  const auto r = run_toy("infer -n 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("TOY_DEVICE='vulkan:x'"), std::string::npos) << r.err;
 }
 
 #ifdef TOY_VULKAN

@@ -10,6 +10,7 @@
 
 #include "toy/engines/distributed.h"
 #include "toy/engines/events.h"
+#include "toy/tensor/device.h"
 
 namespace toy::cli {
 
@@ -190,9 +191,9 @@ std::string manifest_json() {
   m["name"] = "toy";
   m["version"] = TOY_VERSION;
   m["event_schema"] = toy::kEventSchema;
-  m["exit_codes"] = {{"0", "success"},         {"1", "runtime failure"},
-                     {"2", "usage error"},     {"3", "invalid input file"},
-                     {"4", "network failure"}, {"130", "interrupted"}};
+  m["exit_codes"] = {
+      {"0", "success"},         {"1", "runtime failure"},    {"2", "usage error"},  {"3", "invalid input file"},
+      {"4", "network failure"}, {"5", "device unavailable"}, {"130", "interrupted"}};
   nlohmann::ordered_json cmds = nlohmann::ordered_json::array();
   for (const Command& c : commands()) {
     nlohmann::ordered_json j;
@@ -271,6 +272,11 @@ void check_environment() {
   if (auto v = value("TOY_FLOAT_TILE"); v && *v != "avx2" && *v != "avx512")
     throw UsageError("TOY_FLOAT_TILE='" + *v +
                      "': expected avx2 or avx512 (or unset it: the kernels time both at first use)");
+  if (auto v = value("TOY_DEVICE")) try {
+      parse_device(*v);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("TOY_DEVICE='" + *v + "': " + e.what() + " (or unset it for the CPU)");
+    }
   if (auto v = value("TOY_DEFAULT_MODEL"); v && v->empty())
     throw UsageError("TOY_DEFAULT_MODEL is set but empty: set it to a GGUF file, or unset it");
   if (auto v = value("HF_ENDPOINT"); v && v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)

@@ -15,7 +15,7 @@
 namespace toy::cli {
 
 // Exit codes (docs/cli.md).
-enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kBadInput = 3, kNetwork = 4, kInterrupted = 130 };
+enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kBadInput = 3, kNetwork = 4, kDevice = 5, kInterrupted = 130 };
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -92,7 +92,7 @@ const Command* find_command(const std::string& name);
 // (at most a third of the word's letters, and at least one, differ); "" otherwise.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
-// Checks the environment variables toy reads (TOY_THREADS, TOY_SIMD, TOY_FLOAT_TILE,
+// Checks the environment variables toy reads (TOY_THREADS, TOY_SIMD, TOY_FLOAT_TILE, TOY_DEVICE,
 // TOY_DEFAULT_MODEL, HF_ENDPOINT): a value that would be ignored or misread is a UsageError naming the variable.
 void check_environment();
 std::string manifest_json();

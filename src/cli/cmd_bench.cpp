@@ -23,6 +23,7 @@
 #include "toy/kernels/bandwidth.h"
 #include "toy/kernels/cpu_features.h"
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 
 namespace toy::cli {
 namespace {
@@ -53,8 +54,11 @@ int run(const Args& a) {
   auto t0 = clock_type::now();
   auto file = gguf::GgufFile::open(path);
   auto model = load_model(file);
+  place_model(a, *model);  // the upload counts as loading
   const double load_s = std::chrono::duration<double>(clock_type::now() - t0).count();
   const ModelConfig& c = model->config();
+  const bool on_cpu = model->device().is_cpu();
+  const std::string device = on_cpu ? "cpu" : device_ops(model->device())->name();
 
   // Bytes of weights one generated token reads: every matrix, except that the input embedding
   // reads one row (unless it is also the output projection).
@@ -69,7 +73,8 @@ int run(const Args& a) {
   std::map<std::string, std::string> kernel_of_dtype;
   for (const auto& t : file->tensors())
     if (t.shape.size() >= 2 && !(t.name == "token_embd.weight" && !tied) && dtype_supported(t.dtype))
-      kernel_of_dtype[std::string(name(t.dtype))] = kernels::matmul_kernel_name(t.dtype);
+      kernel_of_dtype[std::string(name(t.dtype))] =
+          on_cpu ? kernels::matmul_kernel_name(t.dtype) : "vulkan matvec.comp";
 
   std::mt19937 rng(1);
   auto random_ids = [&](int64_t n) {
@@ -119,7 +124,8 @@ int run(const Args& a) {
   const double gen_rss_mib = peak_rss_mib();
   const auto pp128 = time_prompt(128), pp512 = time_prompt(512);
   bar.finish();
-  const double bw = kernels::measure_read_bandwidth_gbs();
+  // The roofline is the CPU's: a device's memory bandwidth is not measured yet (no figure then).
+  const double bw = on_cpu ? kernels::measure_read_bandwidth_gbs() : 0;
   const double roof = bytes_per_token > 0 ? bw * 1e9 / bytes_per_token : 0;
   const double fraction = tg128 && roof > 0 ? tg128->median / roof : 0;
 
@@ -131,6 +137,7 @@ int run(const Args& a) {
       j[std::string(k) + "_max"] = s ? nlohmann::ordered_json(s->hi) : nlohmann::ordered_json(nullptr);
     };
     j["model"] = path;
+    j["device"] = device;
     j["threads"] = kernels::num_threads();
     j["reps"] = reps;
     j["load_s"] = load_s;
@@ -165,6 +172,7 @@ int run(const Args& a) {
   };
   std::printf("%s  (%s, %.1f MiB, %d threads, median of %d)\n", path.c_str(), c.arch.c_str(),
               double(file->file_size()) / (1 << 20), kernels::num_threads(), reps);
+  std::printf("  device %s\n", device.c_str());
   std::printf("  load   %9.3f s\n", load_s);
   std::printf("  SIMD   %s (CPU: %s; float tile %s)\n", kernels::simd_level().c_str(),
               kernels::cpu_simd_features().c_str(), kernels::float_tile_choice().c_str());
@@ -172,9 +180,14 @@ int run(const Args& a) {
   line("pp128", pp128);
   line("pp512", pp512);
   line("tg128", tg128);
-  std::printf("  weights read per token %.1f MiB; memory read bandwidth %.1f GB/s -> roofline %.1f tok/s\n",
-              bytes_per_token / (1 << 20), bw, roof);
-  std::printf("  generation at %.0f%% of the roofline\n", 100 * fraction);
+  if (on_cpu) {
+    std::printf("  weights read per token %.1f MiB; memory read bandwidth %.1f GB/s -> roofline %.1f tok/s\n",
+                bytes_per_token / (1 << 20), bw, roof);
+    std::printf("  generation at %.0f%% of the roofline\n", 100 * fraction);
+  } else {
+    std::printf("  weights read per token %.1f MiB (the device's memory bandwidth is not measured yet)\n",
+                bytes_per_token / (1 << 20));
+  }
   std::printf("  peak resident memory while generating %.1f MiB (file %.1f MiB + KV cache %.1f MiB)\n", gen_rss_mib,
               double(file->file_size()) / (1 << 20), kv_mib);
   return kOk;
@@ -189,6 +202,8 @@ Registrar reg({
                "print one JSON object (keys pp128, pp512, tg128, bandwidth_gbs, roofline_fraction, peak_rss_mib, isa, "
                "kernels, ...)"},
               kv_type_flag(),
+              device_flag(),
+              gpu_layers_flag(),
               threads_flag()},
     .run = run,
     .details =

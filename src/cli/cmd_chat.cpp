@@ -46,9 +46,9 @@ const char* kHelp =
 
 int run(const Args& a) {
   apply_threads(a);
-  if (a.has("n-gpu-layers")) std::cerr << "note: -ngl is ignored: toy runs on the CPU\n";
   Loaded l = load_model_and_tokenizer(a);
   apply_lora_flags(a, *l.model);
+  place_model(a, *l.model);
   const SamplerConfig sc = sampler_config(a);
   const int64_t n_ctx = context_size(a, l.model->config());
   const Budget limit = budget(a);

@@ -195,6 +195,7 @@ int run(const Args& a) {
     throw UsageError("--ctx, --stride and --chunks are for perplexity over --file");
   Loaded l = load_model_and_tokenizer(a);
   apply_lora_flags(a, *l.model);
+  place_model(a, *l.model);
   return a.has("file") ? score_file(a, l) : score_sequence(a, l);
 }
 
@@ -214,6 +215,8 @@ Registrar reg({
               {"chunks", FlagType::Int, "0", "--file: evaluate at most this many windows (0: all)"},
               {"json", FlagType::Bool, "", "print one JSON object"},
               kv_type_flag(),
+              device_flag(),
+              gpu_layers_flag(),
               lora_flag(),
               lora_scaled_flag(),
               threads_flag(),

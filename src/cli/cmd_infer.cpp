@@ -14,9 +14,9 @@ namespace {
 int run(const Args& a) {
   if (a.has("image")) return infer_vit(a);  // an image classifier (cli/vit.h)
   apply_threads(a);
-  if (a.has("n-gpu-layers")) std::cerr << "note: -ngl is ignored: toy runs on the CPU\n";
   Loaded l = load_model_and_tokenizer(a);
   apply_lora_flags(a, *l.model);
+  place_model(a, *l.model);
   const ModelConfig& cfg = l.model->config();
   const SamplerConfig sc = sampler_config(a);
   const int64_t n_ctx = context_size(a, cfg);

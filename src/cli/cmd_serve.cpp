@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/common.h"
+#include "toy/primitives/device.h"
 #include "toy/serve/server.h"
 
 namespace toy::cli {
@@ -76,6 +77,12 @@ int run(const Args& a) {
   if (ctx > l.model->config().n_ctx)
     throw UsageError("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
                      std::to_string(l.model->config().n_ctx));
+
+  if (chosen_device(a) != Device::cpu() && (a.has("lora") || a.has("lora-scaled")))
+    throw DeviceError(
+        "LoRA adapters do not run on a device yet: merge them first (toy export --lora), or serve "
+        "on the CPU");
+  place_model(a, *l.model);  // before the first request: a server that cannot get its device does not start
 
   serve::ChatPromptSource chat = serve::chat_prompt_source(*l.file, l.tokenizer.get());
   if (a.has("chat-template")) {
@@ -159,6 +166,8 @@ Registrar reg({
                "how /v1/embeddings pools an input's hidden states: mean, cls or last (default: the file's "
                "pooling_type, else mean)"},
               kv_type_flag(),
+              device_flag(),
+              gpu_layers_flag(),
               lora_flag(),
               lora_scaled_flag(),
               threads_flag()},

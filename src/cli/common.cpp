@@ -7,11 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "toy/hub/hub.h"
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 
 namespace toy::cli {
 
@@ -80,6 +82,34 @@ DType kv_type(const Args& a) {
   if (t == "f32") return DType::F32;
   if (t == "f16") return DType::F16;
   throw UsageError("--kv-type must be f32 or f16");
+}
+
+Device chosen_device(const Args& a) {
+  const long long ngl = a.integer("n-gpu-layers");
+  if (ngl < -1) throw UsageError("-ngl must be 0 (the CPU), a number of layers, or -1 (all)");
+  const char* env = std::getenv("TOY_DEVICE");
+  const std::string text = a.has("device") ? a.str("device") : env && *env ? env : ngl != 0 ? "vulkan:0" : "cpu";
+  Device d;
+  try {
+    d = parse_device(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(a.has("device") ? "--device" : "TOY_DEVICE") + ": " + e.what());
+  }
+  if (a.has("n-gpu-layers") && ngl == 0 && d != Device::cpu())
+    throw UsageError("-ngl 0 keeps every layer on the CPU, but the device is " + to_string(d) +
+                     ": drop one of the two");
+  return d;
+}
+
+void place_model(const Args& a, Model& m) {
+  const Device d = chosen_device(a);
+  if (d == Device::cpu()) return;
+  const long long ngl = a.integer("n-gpu-layers");
+  if (ngl > 0 && ngl < m.config().n_layer)
+    std::fprintf(stderr, "note: -ngl %lld: toy puts all %lld layers on the device (no partial offload)\n", ngl,
+                 (long long)m.config().n_layer);
+  m.to(d);
+  std::fprintf(stderr, "running on %s\n", device_ops(d)->name().c_str());
 }
 
 std::string for_terminal(std::string_view text, bool multiline) {
@@ -285,6 +315,21 @@ Flag lora_scaled_flag() {
 }
 
 Flag threads_flag() { return {"threads", FlagType::Int, "0", "CPU threads (0: all cores, or $TOY_THREADS)", 't'}; }
+
+Flag device_flag() {
+  return {"device", FlagType::String, "cpu",
+          "where the model runs: cpu, vulkan or vulkan:N (toy devices lists them; default $TOY_DEVICE, else cpu)"};
+}
+
+Flag gpu_layers_flag() {
+  return {"n-gpu-layers",
+          FlagType::Int,
+          "0",
+          "llama.cpp's habit: N > 0 (or -1) runs the model on vulkan:0 unless --device says otherwise; all "
+          "layers go to the device (no partial offload)",
+          0,
+          {"-ngl", "--gpu-layers"}};
+}
 
 Flag kv_type_flag() {
   return {"kv-type", FlagType::String, "f32", "KV cache dtype: f32, or f16 (half the memory, as llama.cpp's default)"};

@@ -53,6 +53,14 @@ void apply_threads(const Args& a);
 // `--kv-type f32|f16`: the KV cache's dtype.
 DType kv_type(const Args& a);
 
+// Where the model runs: --device cpu|vulkan[:N], else $TOY_DEVICE, else the CPU — except that
+// -ngl N > 0 without either picks vulkan:0, as llama.cpp's -ngl puts a model on its first GPU.
+// A malformed name is a UsageError; -ngl 0 with a device is a UsageError (the two contradict).
+Device chosen_device(const Args& a);
+// Moves `m` to chosen_device(a), saying so on stderr when it is not the CPU. A device that cannot
+// be had (no loader, no device N, too little memory, LoRA adapters) raises DeviceError (exit 5).
+void place_model(const Args& a, Model& m);
+
 // `text` made safe to print on a terminal: control characters (C0, DEL, C1; with `multiline`,
 // '\n' and '\t' stay) are shown as \xNN or \uNNNN and invalid UTF-8 as U+FFFD, so that metadata in
 // a file cannot move the cursor, change colours or retitle the window.
@@ -76,6 +84,8 @@ std::vector<ScaledLora> read_lora_flags(const Args& a);
 Flag model_flag();  // -m, --model: the MODEL positional as llama.cpp spells it
 Flag threads_flag();
 Flag kv_type_flag();
+Flag device_flag();      // --device
+Flag gpu_layers_flag();  // -ngl, --n-gpu-layers
 Flag lora_flag();
 Flag lora_scaled_flag();
 

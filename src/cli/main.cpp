@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "toy/cli.h"
 #include "toy/io/gguf.h"
+#include "toy/primitives/device.h"
 
 namespace toy::cli {
 
@@ -21,7 +22,8 @@ void print_overview() {
       << "\n  toy help COMMAND     options of one command (or toy COMMAND --help)\n  toy --version        version\n"
          "  toy --manifest       every command, flag and exit code as JSON\n"
          "  toy --list-devices   the CPU and the Vulkan devices (toy devices)\n"
-         "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 130 interrupted\n";
+         "\nexit codes: 0 ok, 1 failure, 2 usage error, 3 invalid input file, 4 network failure, 5 device unavailable, "
+         "130 interrupted\n";
 }
 }  // namespace
 
@@ -85,6 +87,9 @@ int main(int argc, char** argv) {
   } catch (const NetworkError& e) {
     std::cerr << "toy " << cmd->name << ": network: " << e.what() << "\n";
     return kNetwork;
+  } catch (const toy::DeviceError& e) {
+    std::cerr << "toy " << cmd->name << ": device: " << e.what() << "\n";
+    return kDevice;
   } catch (const std::exception& e) {
     std::cerr << "toy " << cmd->name << ": error: " << e.what() << "\n";
     return kFailure;

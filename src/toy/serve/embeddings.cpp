@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "toy/primitives/device.h"
+
 namespace toy::serve {
 
 std::optional<Pooling> pooling_named(std::string_view name) {
@@ -45,7 +47,7 @@ std::vector<float> embed(const Model& model, std::span<const int32_t> ids, Pooli
   // No KV cache: the input attends to itself, from position 0. The last token alone needs only
   // its own row of the output norm (last_logits).
   const Ctx ctx{.seqs = {Seq{}}, .last_logits = pooling == Pooling::Last, .hidden_states = true};
-  const Tensor hidden = model.forward(Tensor::from_ids({1, T}, ids), ctx);  // [1, T or 1, D]
+  const Tensor hidden = to_host(model.forward(Tensor::from_ids({1, T}, ids), ctx));  // [1, T or 1, D]
   const float* h = hidden.data();
   std::vector<float> pooled(size_t(D), 0.0f);  // [D]
   if (pooling == Pooling::Mean) {
