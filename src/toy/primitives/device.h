@@ -11,18 +11,12 @@
 #pragma once
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "toy/primitives/primitives.h"
 #include "toy/tensor/device.h"
 
 namespace toy {
-
-// A device that cannot be had (no loader, no device N, out of memory, an op without a shader).
-struct DeviceError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 class DeviceOps {
  public:

@@ -7,9 +7,16 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 namespace toy {
+
+// A device that cannot be had or cannot do the work: no loader, no device N, out of device
+// memory, an op without a shader (the Vulkan backend's vulkan::Error is one). `toy` exits 5.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct Device {
   enum class Kind { Cpu, Vulkan };

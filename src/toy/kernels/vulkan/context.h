@@ -21,11 +21,12 @@
 #include <vector>
 
 #include "toy/kernels/vulkan/loader.h"
+#include "toy/tensor/device.h"
 
 namespace toy::kernels::vulkan {
 
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Error : DeviceError {  // tensor/device.h: `toy` exits 5
+  using DeviceError::DeviceError;
 };
 
 class Context;
