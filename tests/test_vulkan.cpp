@@ -168,6 +168,28 @@ TEST(VulkanContext, UploadAndDownloadGiveBackTheBytes) {
   }
 }
 
+// A freed buffer waits in the pool for the next of its size; one that recorded work still uses
+// goes there only once that work has run; the largest are freed at once.
+TEST(VulkanContext, FreedBuffersAreReusedBySize) {
+  REQUIRE_DEVICE();
+  vk::Context ctx(0);
+  { vk::Buffer a = ctx.buffer(1000); }
+  EXPECT_EQ(ctx.pooled_bytes(), 1000u);
+  vk::Buffer b = ctx.buffer(999);  // another size: a new one
+  EXPECT_EQ(ctx.pooled_bytes(), 1000u);
+  const std::vector<uint8_t> bytes(1000, 7);
+  std::vector<uint8_t> back(1000);
+  {
+    vk::Buffer c = ctx.buffer(1000);  // the pooled one
+    EXPECT_EQ(ctx.pooled_bytes(), 0u);
+    ctx.upload(c, bytes.data(), bytes.size());
+    ctx.download(c, back.data(), back.size());
+    EXPECT_EQ(back, bytes);
+  }
+  { vk::Buffer big = ctx.buffer(vk::Context::kPoolLargest + 4); }
+  EXPECT_EQ(ctx.pooled_bytes(), 1000u);
+}
+
 // A submission that cannot finish (it waits for an event the host sets only later) is an Error
 // after the timeout, not a hang; the context refuses work from then on and is freed once the work ends.
 TEST(VulkanContext, ASubmissionThatDoesNotFinishIsATimeout) {

@@ -14,7 +14,8 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 
 Buffer::~Buffer() {
   if (!ctx_) return;
-  ctx_->retire([ctx = ctx_, r = Context::Raw{buffer_, memory_, mapped_}]() mutable { ctx->free(r); });
+  ctx_->retire(
+      [ctx = ctx_, r = Context::Raw{buffer_, memory_, mapped_}, bytes = bytes_]() mutable { ctx->recycle(r, bytes); });
 }
 
 Pipeline& Pipeline::operator=(Pipeline&& o) noexcept {
@@ -143,6 +144,10 @@ void Context::release() {
     for (auto& destroy : retired_) destroy();
     retired_.clear();
   }
+  if (device_ && !lost_) {
+    for (auto& [bytes, r] : pool_) free(r);
+    pool_.clear();
+  }
   if (device_) {
     if (fence_) fn<PFN_vkDestroyFence>("vkDestroyFence")(device_, fence_, nullptr);
     if (descriptors_) fn<PFN_vkDestroyDescriptorPool>("vkDestroyDescriptorPool")(device_, descriptors_, nullptr);
@@ -208,10 +213,24 @@ void Context::free(Raw& r) const {
   r = Raw{};
 }
 
+void Context::recycle(Raw& r, uint64_t bytes) {
+  if (lost_ || bytes > kPoolLargest || pooled_bytes_ + bytes > kPoolBytes) return free(r);
+  pool_.emplace(bytes, r);
+  pooled_bytes_ += bytes;
+  r = Raw{};
+}
+
 Buffer Context::buffer(uint64_t bytes) {
-  const Raw r = allocate(
-      bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-      /*host_visible=*/false);
+  Raw r;
+  if (auto it = pool_.find(bytes); it != pool_.end()) {  // one of the same size, freed since
+    r = it->second;
+    pool_.erase(it);
+    pooled_bytes_ -= bytes;
+  } else {
+    r = allocate(
+        bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        /*host_visible=*/false);
+  }
   Buffer b;
   b.ctx_ = this, b.buffer_ = r.buffer, b.memory_ = r.memory, b.mapped_ = r.mapped, b.bytes_ = bytes;
   return b;

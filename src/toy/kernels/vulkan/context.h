@@ -18,6 +18,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "toy/kernels/vulkan/loader.h"
@@ -87,8 +88,12 @@ class Context {
 
   const std::string& name() const { return name_; }  // the device's, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)"
 
-  // Device memory for `bytes` bytes (Error "out of device memory" where it cannot be had).
+  // Device memory for `bytes` bytes (Error "out of device memory" where it cannot be had). Its
+  // contents are undefined: a buffer of the same size freed before is reused (a forward pass
+  // makes the same activations every step), up to kPoolBytes of them, each at most kPoolLargest.
   Buffer buffer(uint64_t bytes);
+  static constexpr uint64_t kPoolBytes = uint64_t(256) << 20, kPoolLargest = uint64_t(64) << 20;
+  uint64_t pooled_bytes() const { return pooled_bytes_; }  // held for reuse now (for tests)
   // Host to device and back: `bytes` bytes at `offset` into the buffer. Both run the recorded
   // dispatches first: a download sees what they wrote, an upload does not change what they read.
   void upload(Buffer& b, const void* src, uint64_t bytes, uint64_t offset = 0);
@@ -129,6 +134,7 @@ class Context {
   };
   Raw allocate(uint64_t bytes, VkBufferUsageFlags usage, bool host_visible) const;
   void free(Raw& r) const;
+  void recycle(Raw& r, uint64_t bytes);  // into the pool, or freed
   // Frees a buffer's memory or destroys a pipeline now, or after the recorded work that may use it.
   void retire(std::function<void()> destroy);
   VkCommandBuffer begin_commands();
@@ -152,8 +158,10 @@ class Context {
   VkFence fence_ = VK_NULL_HANDLE;
   VkCommandBuffer recording_ = VK_NULL_HANDLE;  // the dispatches recorded and not yet submitted
   uint32_t recorded_ = 0;
-  std::vector<std::function<void()>> retired_;  // what recorded work may still use, destroyed after it
-  bool lost_ = false;                           // a submission timed out: it may still run, so nothing may be freed
+  std::vector<std::function<void()>> retired_;   // what recorded work may still use, destroyed after it
+  std::unordered_multimap<uint64_t, Raw> pool_;  // freed buffers by size, for buffer() to reuse
+  uint64_t pooled_bytes_ = 0;
+  bool lost_ = false;  // a submission timed out: it may still run, so nothing may be freed
 };
 
 }  // namespace toy::kernels::vulkan
