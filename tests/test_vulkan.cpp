@@ -335,4 +335,26 @@ TEST(VulkanContext, RecordedDispatchesRunTogetherAtTheDownload) {
   EXPECT_EQ(ctx.recorded(), 0u);
   EXPECT_EQ(0, std::memcmp(chained.data(), y2.data(), y2.size() * sizeof(float)));
 }
+
+// An upload into a mapped buffer no dispatch has named yet does not submit the recorded work (no
+// recorded work can read it); an upload into one that recorded work reads does, first.
+TEST(VulkanContext, UploadsIntoFreshBuffersDoNotSubmit) {
+  REQUIRE_DEVICE();
+  vk::Context& ctx = *context();
+  const int64_t K = 64, N = 3;
+  const Problem p(DType::F32, N, K);
+  vk::Matvec matvec(ctx);
+  vk::Buffer w = ctx.buffer(p.w.size()), x = ctx.buffer(K * 4), y = ctx.buffer(N * 4), fresh = ctx.buffer(K * 4);
+  ctx.upload(w, p.w.data(), w.bytes());
+  ctx.upload(x, p.x.data(), x.bytes());
+  matvec(w, DType::F32, x, y, N, K);
+  ASSERT_EQ(ctx.recorded(), 1u);
+  ctx.upload(fresh, p.x.data(), fresh.bytes());
+  EXPECT_EQ(ctx.recorded(), fresh.host_visible() ? 1u : 0u);
+  ctx.upload(x, p.x.data(), x.bytes());  // x is read by the recorded product
+  EXPECT_EQ(ctx.recorded(), 0u);
+  std::vector<float> got(static_cast<size_t>(N));
+  ctx.download(y, got.data(), y.bytes());
+  EXPECT_EQ(got, vk::matvec(ctx, p.w.data(), DType::F32, p.x.data(), N, K));
+}
 #endif

@@ -8,7 +8,7 @@ namespace toy::kernels::vulkan {
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   std::swap(ctx_, o.ctx_), std::swap(buffer_, o.buffer_), std::swap(memory_, o.memory_);
-  std::swap(mapped_, o.mapped_), std::swap(bytes_, o.bytes_);
+  std::swap(mapped_, o.mapped_), std::swap(bytes_, o.bytes_), std::swap(dispatched_, o.dispatched_);
   return *this;
 }
 
@@ -247,8 +247,9 @@ void Context::upload(Buffer& b, const void* src, uint64_t bytes, uint64_t offset
   if (offset > b.bytes_ || bytes > b.bytes_ - offset)
     throw Error("vulkan: upload of " + std::to_string(bytes) + " bytes at " + std::to_string(offset) +
                 " to a smaller buffer");
-  flush();
-  if (b.mapped_ && !options_.always_stage) {
+  const bool mapped = b.mapped_ && !options_.always_stage;
+  if (!(mapped && !b.dispatched_)) flush();  // no recorded work reads a buffer no dispatch has named
+  if (mapped) {
     std::memcpy(static_cast<char*>(b.mapped_) + offset, src, bytes);
     return;
   }
@@ -396,6 +397,7 @@ void Context::dispatch(const Pipeline& p, std::span<const Buffer* const> buffers
   std::vector<VkDescriptorBufferInfo> bi(buffers.size());
   std::vector<VkWriteDescriptorSet> w(buffers.size());
   for (uint32_t i = 0; i < buffers.size(); ++i) {
+    buffers[i]->dispatched_ = true;
     bi[i] = {buffers[i]->buffer_, 0, VK_WHOLE_SIZE};
     w[i] = tagged<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
     w[i].dstSet = set, w[i].dstBinding = i, w[i].descriptorCount = 1;

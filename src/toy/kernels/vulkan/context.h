@@ -42,6 +42,7 @@ class Buffer {
   Buffer& operator=(Buffer&& o) noexcept;
   ~Buffer();
   uint64_t bytes() const { return bytes_; }
+  bool host_visible() const { return mapped_ != nullptr; }  // mapped for the host (lavapipe, unified memory)
 
  private:
   friend class Context;
@@ -50,6 +51,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   void* mapped_ = nullptr;  // where the memory is host-visible: mapped for the buffer's life
   uint64_t bytes_ = 0;
+  mutable bool dispatched_ = false;  // named by a dispatch: uploads wait for the recorded work
 };
 
 // A compute pipeline: storage buffers at bindings 0..n_buffers-1, push constants of push_bytes.
@@ -95,7 +97,9 @@ class Context {
   static constexpr uint64_t kPoolBytes = uint64_t(256) << 20, kPoolLargest = uint64_t(64) << 20;
   uint64_t pooled_bytes() const { return pooled_bytes_; }  // held for reuse now (for tests)
   // Host to device and back: `bytes` bytes at `offset` into the buffer. Both run the recorded
-  // dispatches first: a download sees what they wrote, an upload does not change what they read.
+  // dispatches first: a download sees what they wrote, an upload does not change what they read
+  // (except an upload into mapped memory of a buffer no dispatch has named yet, which no recorded
+  // work can read: a forward pass's token ids and angle tables go up without a submission).
   void upload(Buffer& b, const void* src, uint64_t bytes, uint64_t offset = 0);
   void download(const Buffer& b, void* dst, uint64_t bytes, uint64_t offset = 0);
 
