@@ -12,4 +12,6 @@ extern const std::span<const uint32_t> matvec_q8_0;  // matvec.comp -DWT_Q8_0
 
 extern const std::span<const uint32_t> elementwise_binary;  // elementwise.comp -DBINARY
 extern const std::span<const uint32_t> elementwise_unary;   // elementwise.comp -DUNARY
+extern const std::span<const uint32_t> norm_rms;            // norm.comp -DRMS
+extern const std::span<const uint32_t> norm_layer;          // norm.comp -DLAYER
 }  // namespace toy::kernels::vulkan::spirv
