@@ -9,4 +9,9 @@ namespace toy::kernels::vulkan::spirv {
 extern const std::span<const uint32_t> matvec_f32;   // matvec.comp -DWT_F32
 extern const std::span<const uint32_t> matvec_f16;   // matvec.comp -DWT_F16
 extern const std::span<const uint32_t> matvec_q8_0;  // matvec.comp -DWT_Q8_0
+
+extern const std::span<const uint32_t> elementwise_binary;  // elementwise.comp -DBINARY
+extern const std::span<const uint32_t> elementwise_unary;   // elementwise.comp -DUNARY
+extern const std::span<const uint32_t> norm_rms;            // norm.comp -DRMS
+extern const std::span<const uint32_t> norm_layer;          // norm.comp -DLAYER
 }  // namespace toy::kernels::vulkan::spirv
