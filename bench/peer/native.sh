@@ -6,6 +6,10 @@
 # 2 cores competes with the compute threads. No network beyond npm; not part of CI.
 #   bench/peer/native.sh                          -> bench/peer/llama.cpp/build/bin/llama-bench
 #   bench/peer/native.sh llama-bench llama-server -> both (the server for bench/serve_vs_llama_server.sh)
+# With VULKAN=1 it builds llama.cpp's Vulkan backend as well (-DGGML_VULKAN=ON; Debian's
+# libvulkan-dev and glslc, which scripts/setup.sh installs, and spirv-headers, installed here) into
+# llama.cpp/build-vulkan, for
+# bench/peer/vulkan.sh: toy's Vulkan backend against llama.cpp's on the same device.
 # The arguments are the CMake targets to build (default: llama-bench); bench/peer/run.sh and
 # bench/serve_vs_llama_server.sh look for them in bench/peer/llama.cpp/build/bin/. A link
 # bench/peer/llama.cpp -> an existing llama.cpp checkout with such a build works as well.
@@ -30,8 +34,19 @@ if grep -qwE 'amx_tile|amx_int8|amx_bf16' /proc/cpuinfo 2>/dev/null; then
   amx=(-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
   echo "native.sh: the CPU lists AMX; building without it ($flags)" >&2
 fi
-cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON "${amx[@]}" \
+build="$src/build"
+backend=()
+if [ "${VULKAN:-0}" = 1 ]; then
+  if ! dpkg-query -W -f='${Status}' spirv-headers 2>/dev/null | grep -q "install ok installed"; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends spirv-headers >/dev/null
+  fi
+  build="$src/build-vulkan"
+  backend=(-DGGML_VULKAN=ON)
+fi
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON "${amx[@]}" "${backend[@]}" \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF >/dev/null
-cmake --build "$src/build" --target "${targets[@]}"
-for t in "${targets[@]}"; do echo "built $src/build/bin/$t"; done
+cmake --build "$build" --target "${targets[@]}"
+for t in "${targets[@]}"; do echo "built $build/bin/$t"; done

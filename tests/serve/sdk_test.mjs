@@ -78,6 +78,21 @@ await check('chat.completions.create stream + include_usage', async () => {
   assert.equal(text, chatText, 'greedy stream == greedy non-stream');
 });
 
+await check('several streams at once: each as it is alone (batched decode keeps every row\'s bits)', async () => {
+  const asks = ['Tell me a story about a cat.', 'Name three colours.', 'What is two plus two?', 'Say hello.'].map(
+    (content) => [{ role: 'user', content }]);
+  const alone = [];
+  for (const m of asks)
+    alone.push((await client.chat.completions.create({ model, messages: m, max_tokens: 10, temperature: 0 })).choices[0].message.content);
+  const together = await Promise.all(asks.map(async (m) => {
+    const stream = await client.chat.completions.create({ model, messages: m, max_tokens: 10, temperature: 0, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    return text;
+  }));
+  assert.deepEqual(together, alone);
+});
+
 await check('chat.completions.stream helper (finalChatCompletion)', async () => {
   const runner = client.beta.chat.completions.stream({ model, messages, max_tokens: 12, temperature: 0 });
   const final = await runner.finalChatCompletion();
