@@ -43,6 +43,19 @@ if [ "${VULKAN:-0}" = 1 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends spirv-headers >/dev/null
   fi
   build="$src/build-vulkan"
+  # Debian 12's Vulkan headers (1.3.239) predate VK_EXT_layer_settings (1.3.261), which
+  # ggml-vulkan uses only to turn on the validation layer's best-practice checks (a debugging
+  # aid): without the newer headers, that setting is left out of the instance it creates.
+  if ! grep -q "VkLayerSettingEXT" /usr/include/vulkan/vulkan_core.h; then
+    python3 - "$src/ggml/src/ggml-vulkan/ggml-vulkan.cpp" <<'PY'
+import re, sys
+p = sys.argv[1]; s = open(p).read()
+s = re.sub(r"    VkBool32 enable_best_practice = layer_settings;\n.*?vk::LayerSettingsCreateInfoEXT layer_setting_info\(settings\);\n",
+           "    (void)layer_settings;  // bench/peer/native.sh: no VK_EXT_layer_settings in these headers\n", s, flags=re.S)
+s = s.replace("layers, extensions, &layer_setting_info);", "layers, extensions);")
+open(p, "w").write(s)
+PY
+  fi
   backend=(-DGGML_VULKAN=ON)
 fi
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON "${amx[@]}" "${backend[@]}" \

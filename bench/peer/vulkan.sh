@@ -3,7 +3,8 @@
 #   bench/peer/vulkan.sh MODEL.gguf [DEVICE] [REPS]      (DEVICE: vulkan:N, default vulkan:0)
 # llama.cpp: llama-bench built with its Vulkan backend by `VULKAN=1 bench/peer/native.sh`
 # (bench/peer/llama.cpp/build-vulkan), all layers offloaded (-ngl 99) to the same device index
-# (GGML_VK_VISIBLE_DEVICES). On lavapipe (Mesa's CPU driver) the figures say little about a GPU,
+# (GGML_VK_VISIBLE_DEVICES, which also makes ggml use a CPU device such as lavapipe: it skips
+# those unless named). On lavapipe (Mesa's CPU driver) the figures say little about a GPU,
 # but both backends run the same driver on the same cores. Prints one table; not part of CI.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
