@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "toy/primitives/device.h"
 #include "toy/primitives/indexing.h"
 
 namespace toy {
@@ -13,12 +14,12 @@ namespace {
 // The state row b continues from: its sequence's (zeroed at position 0), or a zero scratch one
 // when the context keeps none (a whole sequence at once).
 RecurrentState::Layer& state_of(const Seq& s, int64_t layer, RecurrentState::Layer& scratch, const Shape& conv,
-                                const Shape& delta) {
+                                const Shape& delta, Device device) {
   const std::string where =
       "gated_delta_net: layer " + std::to_string(layer) + " at position " + std::to_string(s.pos0);
   RecurrentState::Layer& st = s.state ? s.state->layer(layer) : scratch;
   if (s.pos0 == 0)
-    st = {.conv = Tensor::zeros(conv), .delta = Tensor::zeros(delta), .seen = 0};
+    st = {.conv = zeros_on(device, conv), .delta = zeros_on(device, delta), .seen = 0};  // where x is
   else if (!s.state || !st.conv.defined() || st.seen != s.pos0)
     throw std::logic_error(where + ": no state of the " + std::to_string(s.pos0) + " tokens before");
   return st;
@@ -41,7 +42,7 @@ Tensor gated_delta_net(const GatedDeltaNetWeights& w, const GatedDeltaNetConfig&
   std::vector<Tensor> rows;                                                                        // row b: [T·Hv, Dv]
   for (int64_t i = 0; i < B; ++i) {
     RecurrentState::Layer scratch;
-    RecurrentState::Layer& st = state_of(ctx.seq(i), layer, scratch, {c.d_conv - 1, C}, {Hv, Dk, Dv});
+    RecurrentState::Layer& st = state_of(ctx.seq(i), layer, scratch, {c.d_conv - 1, C}, {Hv, Dk, Dv}, x.device());
     Tensor qkv = silu(causal_conv1d(slab(p[0], i), w.ssm_conv1d, st.conv));  // [T, C]
     Tensor q = l2_norm(narrow(qkv, 0, Ck).reshape({T, Hk, Dk}), c.eps);      // [T, Hk, Dk]
     Tensor k = l2_norm(narrow(qkv, Ck, Ck).reshape({T, Hk, Dk}), c.eps);     // [T, Hk, Dk]

@@ -6,6 +6,7 @@
 
 #include "toy/kernels/delta_net_grad.h"
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 
 namespace toy {
 
@@ -25,6 +26,7 @@ Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state) {
   expect(Cw == C && w.dtype() == DType::F32, "causal_conv1d",
          "w " + to_string(w.shape()) + " for x " + to_string(x.shape()));
   expect(state.shape() == Shape{K - 1, C}, "causal_conv1d", "state " + to_string(state.shape()));
+  if (DeviceOps* d = device_ops(x)) return d->causal_conv1d(x, w, state);
   const bool grad = needs_grad({&x, &w});
   const Tensor state0 = grad ? state.clone() : Tensor();  // the window's first K − 1 rows, for backward
   Tensor y = Tensor::empty({T, C});
@@ -40,6 +42,7 @@ Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state) {
 }
 
 Tensor l2_norm(const Tensor& x, float eps) {
+  if (DeviceOps* d = device_ops(x)) return d->l2_norm(x, eps);
   const int64_t D = x.size(-1), R = x.numel() / D;
   Tensor y = Tensor::empty(x.shape());
   kernels::l2_norm(x.data(), eps, R, D, y.data_mut());
@@ -59,6 +62,7 @@ Tensor delta_log_decay(const Tensor& alpha, const Tensor& dt_bias, const Tensor&
   const int64_t Hv = alpha.size(-1), R = alpha.numel() / Hv;
   expect(a.shape() == Shape{Hv} && dt_bias.shape() == Shape{Hv}, "delta_log_decay",
          "a " + to_string(a.shape()) + ", dt_bias " + to_string(dt_bias.shape()) + " for " + to_string(alpha.shape()));
+  if (DeviceOps* d = device_ops(alpha)) return d->delta_log_decay(alpha, dt_bias, a);
   Tensor u = alpha.clone();  // [R, Hv]
   kernels::add_to_rows(dt_bias.data(), R, Hv, u.data_mut());
   Tensor g = Tensor::empty(alpha.shape());
@@ -89,6 +93,7 @@ Tensor gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const
   expect(g.shape() == Shape{T, Hv} && beta.shape() == Shape{T, Hv}, "gated_delta_rule",
          "g " + to_string(g.shape()) + ", beta " + to_string(beta.shape()) + " for v " + to_string(v.shape()));
   expect(state.shape() == Shape{Hv, Dk, Dv}, "gated_delta_rule", "state " + to_string(state.shape()));
+  if (DeviceOps* d = device_ops(q)) return d->gated_delta_rule(q, k, v, g, beta, state, map == HeadMap::Tiled);
   const kernels::DeltaRuleGeometry geo{.T = T, .Hk = Hk, .Hv = Hv, .Dk = Dk, .Dv = Dv, .tiled = map == HeadMap::Tiled};
   Tensor o = Tensor::empty({T, Hv, Dv});
   const bool grad = needs_grad({&q, &k, &v, &g, &beta});

@@ -36,6 +36,11 @@ Tensor to_host(const Tensor& x) {
   return d ? d->to_host(x) : x;
 }
 
+Tensor zeros_on(Device d, Shape shape) {
+  const Tensor z = Tensor::zeros(std::move(shape));
+  return d.is_cpu() ? z : device_ops(d)->upload(z);
+}
+
 void DeviceOps::unsupported(const std::string& op) const {
   throw DeviceError(to_string(device()) + ": no shader for " + op + " yet");
 }
@@ -56,6 +61,14 @@ Tensor DeviceOps::layer_norm(const Tensor&, const Tensor&, const Tensor&, float)
 Tensor DeviceOps::rope(const Tensor&, const RopeAngles&) { unsupported("rope"); }
 Tensor DeviceOps::attention(const Tensor&, const Tensor&, const Tensor&, const AttentionOptions&) {
   unsupported("attention");
+}
+Tensor DeviceOps::narrow(const Tensor&, int64_t, int64_t) { unsupported("narrow"); }
+Tensor DeviceOps::causal_conv1d(const Tensor&, const Tensor&, Tensor&) { unsupported("causal_conv1d"); }
+Tensor DeviceOps::l2_norm(const Tensor&, float) { unsupported("l2_norm"); }
+Tensor DeviceOps::delta_log_decay(const Tensor&, const Tensor&, const Tensor&) { unsupported("delta_log_decay"); }
+Tensor DeviceOps::gated_delta_rule(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, Tensor&,
+                                   bool) {
+  unsupported("gated_delta_rule");
 }
 
 }  // namespace toy

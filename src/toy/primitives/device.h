@@ -46,6 +46,13 @@ class DeviceOps {
   virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps);
   virtual Tensor rope(const Tensor& x, const RopeAngles& angles);
   virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);
+  virtual Tensor narrow(const Tensor& x, int64_t begin, int64_t n);
+  // Gated DeltaNet (delta_rule.h); the state tensors live on the device and are updated there.
+  virtual Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state);
+  virtual Tensor l2_norm(const Tensor& x, float eps);
+  virtual Tensor delta_log_decay(const Tensor& alpha, const Tensor& dt_bias, const Tensor& a);
+  virtual Tensor gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
+                                  const Tensor& beta, Tensor& state, bool tiled);
 
  protected:
   [[noreturn]] void unsupported(const std::string& op) const;  // "vulkan:0: no shader for rope yet"
@@ -61,5 +68,7 @@ DeviceOps* device_ops(Device d);
 Tensor to_device(const Tensor& x, Device d);
 // x on the host (itself when it is there already).
 Tensor to_host(const Tensor& x);
+// F32 zeros of `shape` on device d (a recurrent layer's first state).
+Tensor zeros_on(Device d, Shape shape);
 
 }  // namespace toy

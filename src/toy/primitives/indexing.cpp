@@ -45,6 +45,7 @@ Tensor narrow(const Tensor& x, int64_t begin, int64_t n) {
   const int64_t C = x.dim() >= 1 ? x.size(-1) : 0;
   if (x.dim() < 1 || begin < 0 || n < 0 || begin + n > C)
     throw ShapeError("narrow: columns [" + str(begin) + ", " + str(begin + n) + ") of " + to_string(x.shape()));
+  if (DeviceOps* d = device_ops(x)) return d->narrow(x, begin, n);
   const int64_t R = x.numel() / C;
   Shape out = x.shape();
   out.back() = n;
