@@ -29,6 +29,7 @@
 #include "serve/server_process.h"
 #include "toy/archs/lora.h"
 #include "toy/io/gguf.h"
+#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/primitives.h"
 #include "toy/serve/text_stream.h"
 #include "toy/serve/tool_calls.h"
@@ -2521,7 +2522,9 @@ TEST(ServeTools, ForcedCallsInEveryTemplateFormat) {
 // ---------------------------------------------------------------------------------------------
 // The official OpenAI SDK (node), installed into the build tree on first use.
 
-TEST(ServeSdk, OfficialOpenAINodeSdk) {
+namespace {
+// Runs tests/serve/sdk_test.mjs against `toy serve MODEL --name smol --parallel 4 EXTRA`.
+void run_sdk_test(const std::string& extra) {
   TOY_REQUIRE_FIXTURE(model, kModel);
   if (std::system("node --version >/dev/null 2>&1") != 0 || std::system("npm --version >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "node and npm are needed for the OpenAI SDK test";
@@ -2534,7 +2537,7 @@ TEST(ServeSdk, OfficialOpenAINodeSdk) {
     if (std::system(cmd.c_str()) != 0)
       GTEST_SKIP() << "npm install openai failed (no registry access?): see " << (dir / "npm.log").string();
   }
-  ServerProcess s(model.string(), "--name smol --parallel 2");
+  ServerProcess s(model.string(), "--name smol --parallel 4" + extra);
   ASSERT_NE(s.port(), 0) << s.log();
   const auto r = std::system(
       ("cd " + dir.string() + " && timeout 300 node sdk_test.mjs " + s.url() + "/v1 smol >sdk.log 2>&1").c_str());
@@ -2542,3 +2545,15 @@ TEST(ServeSdk, OfficialOpenAINodeSdk) {
   EXPECT_EQ(r, 0) << out << "\nserver log:\n" << s.log();
   EXPECT_NE(out.find("checks passed"), std::string::npos) << out;
 }
+}  // namespace
+
+TEST(ServeSdk, OfficialOpenAINodeSdk) { run_sdk_test(""); }
+
+#ifdef TOY_VULKAN
+// The same checks with the model on vulkan:0 (lavapipe in CI), four slots decoding in one batch.
+TEST(ServeSdk, OfficialOpenAINodeSdkOnVulkan) {
+  if (toy::kernels::vulkan::list_devices().devices.empty())
+    GTEST_SKIP() << "no Vulkan device: " << toy::kernels::vulkan::list_devices().problem;
+  run_sdk_test(" --device vulkan");
+}
+#endif

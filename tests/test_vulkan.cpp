@@ -213,100 +213,158 @@ TEST(VulkanContext, ASubmissionThatDoesNotFinishIsATimeout) {
 
 namespace {
 
-// W [N, K] in dtype wt and x [K], values in [-1, 1] from a seed made of the shape.
+// W [N, K] in dtype wt, x [M, K] and b [N], values in [-1, 1] from a seed made of the shape.
 struct Problem {
-  std::vector<float> x, w32;
+  std::vector<float> x, w32, b;
   std::vector<uint8_t> w;
-  Problem(DType wt, int64_t N, int64_t K) : x(size_t(K)), w32(size_t(N * K)), w(size_t(toy::row_bytes(wt, K) * N)) {
-    std::mt19937 rng(uint32_t(N * 7 + K));
+  Problem(DType wt, int64_t N, int64_t K, int64_t M = 1)
+      : x(size_t(M * K)), w32(size_t(N * K)), b(size_t(N)), w(size_t(toy::row_bytes(wt, K) * N)) {
+    std::mt19937 rng(uint32_t(N * 7 + K + M * 1009));
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (float& v : x) v = u(rng);
     for (float& v : w32) v = u(rng);
+    for (float& v : b) v = u(rng);
     toy::quantize(wt, w32.data(), w.data(), N * K);
   }
 };
 
-// matvec.comp against the double reference and the CPU kernel (kernels::matmul_wt, M = 1).
+// y [M, N] from the shader, with the bias b when `bias`.
+std::vector<float> run_matvec(const Problem& pb, DType wt, int64_t M, int64_t N, int64_t K, bool bias) {
+  if (!bias) return vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), M, N, K);
+  vk::Context& ctx = *context();
+  const uint64_t row = vk::x_bytes(wt, K);
+  vk::Buffer w = ctx.buffer(pb.w.size()), x = ctx.buffer(row * uint64_t(M)), y = ctx.buffer(uint64_t(M * N) * 4),
+             b = ctx.buffer(pb.b.size() * 4);
+  std::vector<uint8_t> xr(row * uint64_t(M));
+  for (int64_t m = 0; m < M; ++m) {
+    uint8_t* dst = xr.data() + row * uint64_t(m);
+    if (toy::kernels::activation_dtype(wt) == DType::Q8_0)
+      toy::kernels::reference::quantize_activations_q8_0(pb.x.data() + m * K, reinterpret_cast<toy::BlockQ8_0*>(dst),
+                                                         K);
+    else
+      toy::kernels::reference::round_activations(wt, pb.x.data() + m * K, reinterpret_cast<float*>(dst), K);
+  }
+  ctx.upload(w, pb.w.data(), pb.w.size());
+  ctx.upload(x, xr.data(), xr.size());
+  ctx.upload(b, pb.b.data(), b.bytes());
+  vk::Matvec{ctx}(w, wt, x, 0, y, 0, M, N, K, &b);
+  std::vector<float> out(size_t(M * N));
+  ctx.download(y, out.data(), y.bytes());
+  return out;
+}
+
+// matvec.comp against the double reference and the CPU kernel (kernels::matmul_wt).
 //
-// The bound: x is rounded to activation_dtype(wt) by both (F16: to half; Q8_0: to Q8_0 blocks), W
-// read as stored. F32, F16: every product x_k·w_k is exact inside an fma (a half times a half fits
-// in f32's 24 bits); matvec.comp's thread t adds ceil(K/64) of them in order of k, then a 6-level
-// tree adds the 64 partial sums. Q8_0: a block's dot product is exact (integers), and so is its
-// scale d_x·d_w (halves) and their product inside an fma; a thread adds ceil(K/32/64) such block
-// terms, then the same tree. So each y sees at most n = (terms per thread) + 6 roundings of a
-// partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order (1.01 covers the second), u = 2⁻²⁴.
-// The CPU kernel sums the same exact terms (K products, or K/32 block terms each rounded at most
-// once more) in its own order: at most terms + 1 roundings, so |y − cpu| ≤ (n + terms + 1)·u·Σ|x_k·w_k|.
-void check_matvec(DType wt, int64_t N, int64_t K) {
-  SCOPED_TRACE(std::string(toy::name(wt)) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
-  const Problem pb(wt, N, K);
-  const std::vector<float> y = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), N, K);
-  std::vector<float> ref(static_cast<size_t>(N)), mag(ref.size()), cpu(ref.size());
-  toy::kernels::reference::matmul_wt<double>(pb.x.data(), pb.w.data(), wt, ref.data(), 1, N, K);
-  toy::kernels::matmul_wt(pb.x.data(), pb.w.data(), wt, cpu.data(), 1, N, K);
+// The bound: x is rounded to activation_dtype(wt) by both (F16: to half; BF16: to bfloat; Q8_0,
+// Q4_0: to Q8_0 blocks), W read as stored. F32, F16, BF16: every product x_k·w_k is exact inside an
+// fma (a half times a half fits in f32's 24 bits); matvec.comp's thread t adds ceil(K/64) of them in
+// order of k, then a 6-level tree adds the 64 partial sums. Q8_0, Q4_0: a block's dot product is
+// exact (integers), and so is its scale d_x·d_w (halves) and their product inside an fma; a thread
+// adds ceil(K/32/64) such block terms, then the same tree. So each y sees at most
+// n = (terms per thread) + 6 roundings of a partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order
+// (1.01 covers the second), u = 2⁻²⁴. A bias is added after the tree, once more rounded: n + 1
+// roundings of at most Σ|x_k·w_k| + |b|. The CPU kernel sums the same exact terms (K products, or
+// K/32 block terms each rounded at most once more) in its own order and adds b after: at most
+// terms + 2 roundings more.
+void check_matvec(DType wt, int64_t M, int64_t N, int64_t K, bool bias = false) {
+  SCOPED_TRACE(std::string(toy::name(wt)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+               " K=" + std::to_string(K) + (bias ? " with a bias" : ""));
+  const Problem pb(wt, N, K, M);
+  const std::vector<float> y = run_matvec(pb, wt, M, N, K, bias);
+  const size_t MN = size_t(M * N);
+  std::vector<float> ref(MN), mag(MN), cpu(MN);
+  toy::kernels::reference::matmul_wt<double>(pb.x.data(), pb.w.data(), wt, ref.data(), M, N, K);
+  toy::kernels::matmul_wt(pb.x.data(), pb.w.data(), wt, cpu.data(), M, N, K);
   // Σ|x_k·w_k|: the reference on |x| (rounded as for wt) and |W| as stored.
-  std::vector<float> ax(static_cast<size_t>(K)), aw(static_cast<size_t>(N * K));
-  toy::kernels::reference::round_activations(wt, pb.x.data(), ax.data(), K);
+  std::vector<float> ax(size_t(M * K)), aw(size_t(N * K));
+  for (int64_t m = 0; m < M; ++m)
+    toy::kernels::reference::round_activations(wt, pb.x.data() + m * K, ax.data() + m * K, K);
   for (float& v : ax) v = std::fabs(v);
   toy::dequantize(wt, pb.w.data(), aw.data(), N * K);
   for (float& v : aw) v = std::fabs(v);
-  toy::kernels::reference::matmul_wt<double>(ax.data(), aw.data(), DType::F32, mag.data(), 1, N, K);
-  const int64_t terms = wt == DType::Q8_0 ? K / 32 : K;
-  const double u = std::ldexp(1.0, -24), n = double((terms + 63) / 64 + 6);
-  for (int64_t i = 0; i < N; ++i) {
-    ASSERT_LE(std::fabs(double(y[i]) - ref[i]), 1.01 * n * u * mag[i]) << "row " << i << " against the reference";
-    ASSERT_LE(std::fabs(double(y[i]) - cpu[i]), 1.01 * (n + double(terms) + 1) * u * mag[i])
-        << "row " << i << " against the CPU kernel";
-  }
+  toy::kernels::reference::matmul_wt<double>(ax.data(), aw.data(), DType::F32, mag.data(), M, N, K);
+  const int64_t terms = toy::info(wt).block_size == 32 ? K / 32 : K;
+  const double u = std::ldexp(1.0, -24), n = double((terms + 63) / 64 + 6) + (bias ? 1 : 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t i = 0; i < N; ++i) {
+      const size_t at = size_t(m * N + i);
+      const double b = bias ? pb.b[size_t(i)] : 0.0, bound = mag[at] + std::fabs(b);
+      const float c = bias ? cpu[at] + float(b) : cpu[at];
+      ASSERT_LE(std::fabs(double(y[at]) - (double(ref[at]) + b)), 1.01 * n * u * bound)
+          << "row " << m << ", column " << i << " against the reference";
+      ASSERT_LE(std::fabs(double(y[at]) - c), 1.01 * (n + double(terms) + 2) * u * bound)
+          << "row " << m << ", column " << i << " against the CPU kernel";
+    }
 }
 
 }  // namespace
 
-// One row, one value; K short of, at and past the 64 threads; a long row.
+// One row, one value; K short of, at and past the 64 threads; a long row; several rows; a bias.
 TEST(VulkanMatvec, F32MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 63}, {7, 64}, {9, 301}, {3, 4099}})
-    check_matvec(DType::F32, N, K);
+    check_matvec(DType::F32, 1, N, K);
+  check_matvec(DType::F32, 5, 9, 301);
+  check_matvec(DType::F32, 3, 7, 64, true);
 }
 
 TEST(VulkanMatvec, F16MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 65}, {5, 128}, {9, 301}, {3, 4097}})
-    check_matvec(DType::F16, N, K);
+    check_matvec(DType::F16, 1, N, K);
+  check_matvec(DType::F16, 4, 5, 129, true);
 }
 
-// Q8_0 weights and x as stored blocks: one block; 3 blocks; 65 blocks (one past the 64 threads);
-// a long row of 129 blocks.
+TEST(VulkanMatvec, Bf16MatchesTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 65}, {9, 301}, {3, 4097}})
+    check_matvec(DType::BF16, 1, N, K);
+  check_matvec(DType::BF16, 3, 5, 128, true);
+}
+
+// Q8_0 and Q4_0 weights, x as Q8_0 blocks: one block; 3 blocks; 65 blocks (one past the 64
+// threads); a long row of 129 blocks; several rows; a bias.
 TEST(VulkanMatvec, Q8_0MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
-    check_matvec(DType::Q8_0, N, K);
+    check_matvec(DType::Q8_0, 1, N, K);
+  check_matvec(DType::Q8_0, 6, 7, 96, true);
+}
+
+TEST(VulkanMatvec, Q4_0MatchesTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
+    check_matvec(DType::Q4_0, 1, N, K);
+  check_matvec(DType::Q4_0, 6, 7, 96, true);
 }
 
 TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
   REQUIRE_DEVICE();
   vk::Matvec matvec(*context());
   vk::Buffer w = context()->buffer(1024), x = context()->buffer(1024), y = context()->buffer(4);
-  const std::string e = error_of([&] { matvec(w, DType::Q8_0, x, y, 1, 48); });
+  const std::string e = error_of([&] { matvec(w, DType::Q8_0, x, 0, y, 0, 1, 1, 48); });
   EXPECT_NE(e.find("K=48 is not a multiple of Q8_0's block of 32"), std::string::npos) << e;
 }
 
-// Two runs of the same product give the same bits (no atomics, a fixed reduction order).
-TEST(VulkanMatvec, TwoRunsGiveTheSameBits) {
+// Two runs of the same product give the same bits (no atomics, a fixed reduction order), and a
+// row's bits do not depend on the other rows of the batch.
+TEST(VulkanMatvec, TwoRunsGiveTheSameBitsWhateverTheBatch) {
   REQUIRE_DEVICE();
-  for (const DType wt : {DType::F32, DType::F16, DType::Q8_0}) {
-    const Problem pb(wt, 33, 2080);
-    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2080),
-                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 33, 2080);
+  for (const DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    const Problem pb(wt, 33, 2080, 3);
+    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, 2080),
+                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, 2080),
+                             one = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + 2080, 1, 33, 2080);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << toy::name(wt);
+    EXPECT_EQ(0, std::memcmp(a.data() + 33, one.data(), one.size() * sizeof(float))) << toy::name(wt);
   }
 }
 
 TEST(VulkanMatvec, AWeightTypeWithoutAShaderIsAClearError) {
   REQUIRE_DEVICE();
-  const Problem pb(DType::Q4_0, 1, 32);
-  const std::string e = error_of([&] { vk::matvec(*context(), pb.w.data(), DType::Q4_0, pb.x.data(), 1, 32); });
-  EXPECT_NE(e.find("no shader for Q4_0 weights yet"), std::string::npos) << e;
+  const Problem pb(DType::Q5_0, 1, 32);
+  const std::string e = error_of([&] { vk::matvec(*context(), pb.w.data(), DType::Q5_0, pb.x.data(), 1, 1, 32); });
+  EXPECT_NE(e.find("no shader for Q5_0 weights yet"), std::string::npos) << e;
 }
 // Dispatches are recorded and submitted together at the download: a chain y1 = W1·x, y2 = W2·y1
 // (the second reads what the first wrote: the barrier between them) is one submission, gives the
@@ -316,8 +374,8 @@ TEST(VulkanContext, RecordedDispatchesRunTogetherAtTheDownload) {
   vk::Context& ctx = *context();
   const int64_t K = 300, N1 = 70, N2 = 5;
   const Problem p1(DType::F32, N1, K), p2(DType::F32, N2, N1);
-  const std::vector<float> y1 = vk::matvec(ctx, p1.w.data(), DType::F32, p1.x.data(), N1, K);
-  const std::vector<float> y2 = vk::matvec(ctx, p2.w.data(), DType::F32, y1.data(), N2, N1);
+  const std::vector<float> y1 = vk::matvec(ctx, p1.w.data(), DType::F32, p1.x.data(), 1, N1, K);
+  const std::vector<float> y2 = vk::matvec(ctx, p2.w.data(), DType::F32, y1.data(), 1, N2, N1);
   vk::Matvec matvec(ctx);
   vk::Buffer out = ctx.buffer(N2 * 4);
   {
@@ -326,8 +384,8 @@ TEST(VulkanContext, RecordedDispatchesRunTogetherAtTheDownload) {
     ctx.upload(w1, p1.w.data(), w1.bytes());
     ctx.upload(x, p1.x.data(), x.bytes());
     ctx.upload(w2, p2.w.data(), w2.bytes());
-    matvec(w1, DType::F32, x, mid, N1, K);
-    matvec(w2, DType::F32, mid, out, N2, N1);
+    matvec(w1, DType::F32, x, 0, mid, 0, 1, N1, K);
+    matvec(w2, DType::F32, mid, 0, out, 0, 1, N2, N1);
     EXPECT_EQ(ctx.recorded(), 2u);
   }  // w1, x, w2 and mid go while the work that reads them is only recorded
   std::vector<float> chained(size_t(N2), 0.0f);
@@ -347,7 +405,7 @@ TEST(VulkanContext, UploadsIntoFreshBuffersDoNotSubmit) {
   vk::Buffer w = ctx.buffer(p.w.size()), x = ctx.buffer(K * 4), y = ctx.buffer(N * 4), fresh = ctx.buffer(K * 4);
   ctx.upload(w, p.w.data(), w.bytes());
   ctx.upload(x, p.x.data(), x.bytes());
-  matvec(w, DType::F32, x, y, N, K);
+  matvec(w, DType::F32, x, 0, y, 0, 1, N, K);
   ASSERT_EQ(ctx.recorded(), 1u);
   ctx.upload(fresh, p.x.data(), fresh.bytes());
   EXPECT_EQ(ctx.recorded(), fresh.host_visible() ? 1u : 0u);
@@ -355,6 +413,6 @@ TEST(VulkanContext, UploadsIntoFreshBuffersDoNotSubmit) {
   EXPECT_EQ(ctx.recorded(), 0u);
   std::vector<float> got(static_cast<size_t>(N));
   ctx.download(y, got.data(), y.bytes());
-  EXPECT_EQ(got, vk::matvec(ctx, p.w.data(), DType::F32, p.x.data(), N, K));
+  EXPECT_EQ(got, vk::matvec(ctx, p.w.data(), DType::F32, p.x.data(), 1, N, K));
 }
 #endif

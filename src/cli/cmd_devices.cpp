@@ -72,8 +72,8 @@ Registrar reg({
     .flags = {{"json", FlagType::Bool, "",
                "print one JSON object: cpu, vulkan.devices (name, type, memory, features)"}},
     .run = run,
-    .details = "Each Vulkan device is named vulkan:N, in the loader's order. The Vulkan backend is being built\n"
-               "(docs/vulkan.md): computing on a device is not available yet. `toy --list-devices` is the same.\n"
+    .details = "Each Vulkan device is named vulkan:N, in the loader's order: the name --device takes (toy infer,\n"
+               "chat, eval, serve and bench; docs/vulkan.md). `toy --list-devices` is the same.\n"
                "example: toy devices --json",
 });
 

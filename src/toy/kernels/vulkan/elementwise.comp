@@ -10,6 +10,7 @@
 // in integers as toy's f32_to_fp16 rounds it: the same bits. silu, sigmoid and softcap use the
 // device's exp (Vulkan promises 3 + 2·|x| ulp) and division (2.5 ulp): close to the CPU, not its bits.
 #extension GL_EXT_shader_16bit_storage : require
+#extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
@@ -30,21 +31,7 @@ layout(std430, binding = 1) readonly buffer T { float16_t gelu_table[]; };  // [
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
 #if defined(UNARY)
-// The bits of the half nearest v, ties to even: toy's f32_to_fp16 (tensor/dtype.cpp) in integers, for
-// |v| < 10 or NaN (gelu_tanh's table is read for no other v).
-uint half_bits(float v) {
-  const uint u = floatBitsToUint(v), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return sign | 0x7e00u;  // NaN
-  if (a < 0x38800000u) {                       // a subnormal half, or zero
-    if (a < 0x33000000u) return sign;          // below 2⁻²⁵: rounds to zero
-    const uint m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23);  // 14..24
-    const uint rem = m & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
-    uint h = m >> shift;
-    if (rem > mid || (rem == mid && (h & 1u) != 0u)) ++h;
-    return sign | h;
-  }
-  return sign | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);  // 10 bits of mantissa
-}
+#include "half.glsl"
 
 float f(float v) {
   switch (p.op) {

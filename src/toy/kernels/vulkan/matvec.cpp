@@ -3,60 +3,81 @@
 
 #include <array>
 
+#include "toy/kernels/kernels.h"
 #include "toy/kernels/reference.h"
 #include "toy/kernels/vulkan/shaders.h"
+#include "toy/kernels/vulkan/view.h"
 
 namespace toy::kernels::vulkan {
 
 namespace {
 struct Push {  // matvec.comp's push constants
-  uint32_t N, K;
+  uint32_t N, K, x_off, y_off, has_bias;
 };
-constexpr uint32_t kMaxGroups = 65535;  // per dimension, the least every device allows
+constexpr int64_t kMaxGroups = 65535;  // per dimension, the least every device allows
 }  // namespace
 
 Matvec::Matvec(Context& ctx)
     : ctx_(ctx),
-      f32_(ctx.pipeline(spirv::matvec_f32, 3, sizeof(Push))),
-      f16_(ctx.pipeline(spirv::matvec_f16, 3, sizeof(Push))),
-      q8_0_(ctx.pipeline(spirv::matvec_q8_0, 3, sizeof(Push))) {}
+      f32_(ctx.pipeline(spirv::matvec_f32, 4, sizeof(Push))),
+      f16_(ctx.pipeline(spirv::matvec_f16, 4, sizeof(Push))),
+      bf16_(ctx.pipeline(spirv::matvec_bf16, 4, sizeof(Push))),
+      q8_0_(ctx.pipeline(spirv::matvec_q8_0, 4, sizeof(Push))),
+      q4_0_(ctx.pipeline(spirv::matvec_q4_0, 4, sizeof(Push))) {}
 
-uint64_t x_bytes(DType wt, int64_t K) {
-  return wt == DType::Q8_0 ? uint64_t(row_bytes(DType::Q8_0, K)) : uint64_t(K) * 4;
+bool has_matvec(DType wt) {
+  return wt == DType::F32 || wt == DType::F16 || wt == DType::BF16 || wt == DType::Q8_0 || wt == DType::Q4_0;
 }
 
-void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, Buffer& y, int64_t N, int64_t K) {
-  const Pipeline* p = wt == DType::F32 ? &f32_ : wt == DType::F16 ? &f16_ : wt == DType::Q8_0 ? &q8_0_ : nullptr;
+uint64_t x_bytes(DType wt, int64_t K) {
+  return activation_dtype(wt) == DType::Q8_0 ? uint64_t(row_bytes(DType::Q8_0, K)) : uint64_t(K) * 4;
+}
+
+void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off,
+                        int64_t M, int64_t N, int64_t K, const Buffer* b) {
+  const Pipeline* p = wt == DType::F32    ? &f32_
+                      : wt == DType::F16  ? &f16_
+                      : wt == DType::BF16 ? &bf16_
+                      : wt == DType::Q8_0 ? &q8_0_
+                      : wt == DType::Q4_0 ? &q4_0_
+                                          : nullptr;
   if (!p) throw Error("vulkan: matvec: no shader for " + std::string(name(wt)) + " weights yet");
-  if (N < 1 || K < 1 || N > int64_t(kMaxGroups) * kMaxGroups || K > int64_t(UINT32_MAX) / N)
-    throw Error("vulkan: matvec: shape N=" + std::to_string(N) + " K=" + std::to_string(K) + " out of range");
+  if (M < 1 || N < 1 || K < 1 || M > kMaxGroups || N > kMaxGroups * kMaxGroups || K > int64_t(UINT32_MAX) / N ||
+      M > int64_t(UINT32_MAX) / N)
+    throw Error("vulkan: matvec: shape M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                " out of range");
   if (K % info(wt).block_size)
     throw Error("vulkan: matvec: K=" + std::to_string(K) + " is not a multiple of " + std::string(name(wt)) +
                 "'s block of " + std::to_string(info(wt).block_size));
-  if (w.bytes() < uint64_t(row_bytes(wt, K) * N) || x.bytes() < x_bytes(wt, K) || y.bytes() < uint64_t(N) * 4)
-    throw Error("vulkan: matvec: a buffer is smaller than N=" + std::to_string(N) + " K=" + std::to_string(K) +
-                " needs");
-  const Push push{uint32_t(N), uint32_t(K)};
-  const std::array<const Buffer*, 3> buffers{&x, &w, &y};
-  const uint32_t gx = uint32_t(std::min<int64_t>(N, kMaxGroups)), gy = uint32_t((N + gx - 1) / gx);
-  ctx_.dispatch(*p, buffers, &push, gx, gy);
+  const uint64_t row = x_bytes(wt, K);
+  const bool blocks = activation_dtype(wt) == DType::Q8_0;
+  if (!blocks && x_off % 4) throw Error("vulkan: matvec: x at byte " + std::to_string(x_off) + ", not a float");
+  if (w.bytes() < uint64_t(row_bytes(wt, K) * N) || x_off > UINT32_MAX || x.bytes() < x_off + row * uint64_t(M))
+    throw Error("vulkan: matvec: a buffer is smaller than M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                " K=" + std::to_string(K) + " needs");
+  check_view("matvec", "y", y, y_off, uint64_t(M * N));
+  if (b) check_view("matvec", "b", *b, 0, uint64_t(N));
+  const Push push{uint32_t(N), uint32_t(K), uint32_t(blocks ? x_off : x_off / 4), uint32_t(y_off), b ? 1u : 0u};
+  const std::array<const Buffer*, 4> buffers{&x, &w, &y, b ? b : &y};
+  const Groups g = groups("matvec", uint64_t(N));  // one workgroup per (n, m)
+  ctx_.dispatch(*p, buffers, &push, g.x, g.y, uint32_t(M));
 }
 
-std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t N, int64_t K) {
-  std::vector<float> y(static_cast<size_t>(N));
-  const uint64_t w_bytes = uint64_t(row_bytes(wt, K) * N);
-  Buffer bw = ctx.buffer(w_bytes), bx = ctx.buffer(x_bytes(wt, K)), by = ctx.buffer(uint64_t(N) * 4);
+std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K) {
+  std::vector<float> y(static_cast<size_t>(M * N));
+  const uint64_t w_bytes = uint64_t(row_bytes(wt, K) * N), row = x_bytes(wt, K);
+  Buffer bw = ctx.buffer(w_bytes), bx = ctx.buffer(row * uint64_t(M)), by = ctx.buffer(y.size() * 4);
   ctx.upload(bw, w, w_bytes);
-  if (wt == DType::Q8_0) {
-    std::vector<BlockQ8_0> xq(static_cast<size_t>(K / 32));
-    reference::quantize_activations_q8_0(x, xq.data(), K);
-    ctx.upload(bx, xq.data(), bx.bytes());
-  } else {
-    std::vector<float> xr(static_cast<size_t>(K));
-    reference::round_activations(wt, x, xr.data(), K);
-    ctx.upload(bx, xr.data(), bx.bytes());
+  std::vector<uint8_t> xr(row * uint64_t(M));
+  for (int64_t m = 0; m < M; ++m) {
+    uint8_t* dst = xr.data() + row * uint64_t(m);
+    if (activation_dtype(wt) == DType::Q8_0)
+      reference::quantize_activations_q8_0(x + m * K, reinterpret_cast<BlockQ8_0*>(dst), K);
+    else
+      reference::round_activations(wt, x + m * K, reinterpret_cast<float*>(dst), K);
   }
-  Matvec{ctx}(bw, wt, bx, by, N, K);
+  ctx.upload(bx, xr.data(), xr.size());
+  Matvec{ctx}(bw, wt, bx, 0, by, 0, M, N, K);
   ctx.download(by, y.data(), by.bytes());
   return y;
 }

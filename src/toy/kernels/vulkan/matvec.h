@@ -1,7 +1,8 @@
 #pragma once
-// kernels/vulkan/matvec.h — y = W·x on a Vulkan device (matvec.comp beside it): the decode
-// product, the twin of kernels::matmul_wt with M = 1. Weights stay in their GGUF dtype as
-// stored; deterministic (a fixed reduction order: the same bits every run). Only in a TOY_VULKAN build.
+// kernels/vulkan/matvec.h — y = x·Wᵀ (+ b) on a Vulkan device (matvec.comp beside it): the twin of
+// kernels::matmul_wt, one matrix-vector product per row of x. Weights stay in their GGUF dtype as
+// stored; deterministic (a fixed reduction order: the same bits every run, and row m of y depends
+// only on row m of x). Only in a TOY_VULKAN build.
 #include <cstdint>
 #include <vector>
 
@@ -10,25 +11,31 @@
 
 namespace toy::kernels::vulkan {
 
-// matvec.comp's pipelines on one context, one per weight dtype (F32, F16, Q8_0 so far).
+// matvec.comp's pipelines on one context, one per weight dtype: F32, F16, BF16, Q8_0, Q4_0.
 class Matvec {
  public:
   explicit Matvec(Context& ctx);
-  // y[N] = W[N, K] · x[K] on the device: w holds N rows of K values in dtype wt as a GGUF file
-  // stores them; x the K values rounded to activation_dtype(wt) (kernels.h): f32 values for F32
-  // and F16 weights, K/32 Q8_0 blocks for Q8_0 (x_bytes(wt, K) bytes); y gets N floats.
-  // Throws Error for a dtype without a shader or buffers too small for the shape.
-  void operator()(const Buffer& w, DType wt, const Buffer& x, Buffer& y, int64_t N, int64_t K);
+  // y[m, n] = W[n, :] · x[m, :] (+ b[n]) for m < M, n < N: w holds N rows of K values in dtype wt
+  // as a GGUF file stores them; x holds M rows rounded to activation_dtype(wt) (kernels.h) from
+  // byte x_off, each x_bytes(wt, K) bytes (quantize.h makes them); y gets M·N floats from float
+  // y_off; b, when given, N floats. Throws Error for a dtype without a shader, a shape out of range
+  // or buffers too small for it.
+  void operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off, int64_t M,
+                  int64_t N, int64_t K, const Buffer* b = nullptr);
 
  private:
   Context& ctx_;
-  Pipeline f32_, f16_, q8_0_;
+  Pipeline f32_, f16_, bf16_, q8_0_, q4_0_;
 };
 
-// The bytes x takes for weights of type wt: K floats, or K/32 Q8_0 blocks for Q8_0 weights.
+// Whether matvec.comp reads weights of type wt.
+bool has_matvec(DType wt);
+// The bytes a row of x takes for weights of type wt: K floats, or K/32 Q8_0 blocks for Q8_0 and
+// Q4_0 weights.
 uint64_t x_bytes(DType wt, int64_t K);
 
-// The same from host arrays: uploads W and x (rounded as matmul_wt rounds it), runs, reads y back.
-std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t N, int64_t K);
+// The same from host arrays: uploads W and x [M, K] (rounded as matmul_wt rounds it), runs, reads
+// y [M, N] back.
+std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K);
 
 }  // namespace toy::kernels::vulkan

@@ -8,10 +8,27 @@
 namespace toy::kernels::vulkan::spirv {
 extern const std::span<const uint32_t> matvec_f32;   // matvec.comp -DWT_F32
 extern const std::span<const uint32_t> matvec_f16;   // matvec.comp -DWT_F16
+extern const std::span<const uint32_t> matvec_bf16;  // matvec.comp -DWT_BF16
 extern const std::span<const uint32_t> matvec_q8_0;  // matvec.comp -DWT_Q8_0
+extern const std::span<const uint32_t> matvec_q4_0;  // matvec.comp -DWT_Q4_0
 
 extern const std::span<const uint32_t> elementwise_binary;  // elementwise.comp -DBINARY
 extern const std::span<const uint32_t> elementwise_unary;   // elementwise.comp -DUNARY
 extern const std::span<const uint32_t> norm_rms;            // norm.comp -DRMS
 extern const std::span<const uint32_t> norm_layer;          // norm.comp -DLAYER
+
+extern const std::span<const uint32_t> quantize_q8_0;  // quantize.comp -DQ8_0
+extern const std::span<const uint32_t> quantize_f16;   // quantize.comp -DF16
+extern const std::span<const uint32_t> quantize_bf16;  // quantize.comp -DBF16
+extern const std::span<const uint32_t> gather_f32;     // gather.comp -DWT_F32
+extern const std::span<const uint32_t> gather_f16;     // gather.comp -DWT_F16
+extern const std::span<const uint32_t> gather_bf16;    // gather.comp -DWT_BF16
+extern const std::span<const uint32_t> gather_q8_0;    // gather.comp -DWT_Q8_0
+extern const std::span<const uint32_t> gather_q4_0;    // gather.comp -DWT_Q4_0
+extern const std::span<const uint32_t> convert_f32;    // convert.comp -DDST_F32
+extern const std::span<const uint32_t> convert_f16;    // convert.comp -DDST_F16
+extern const std::span<const uint32_t> rope_norm;      // rope.comp
+extern const std::span<const uint32_t> rope_neox;      // rope.comp -DNEOX
+extern const std::span<const uint32_t> attention_f32;  // attention.comp
+extern const std::span<const uint32_t> attention_f16;  // attention.comp -DKV_F16
 }  // namespace toy::kernels::vulkan::spirv
