@@ -109,35 +109,10 @@ TEST(VulkanDevices, NoDriverIsSaidPlainly) {
 #include "toy/kernels/vulkan/context.h"
 #include "toy/kernels/vulkan/matvec.h"
 #include "toy/tensor/quant.h"
+#include "vulkan_helpers.h"
 
 using toy::DType;
-
-namespace {
-
-// One context for the suite (an instance and a device cost lavapipe about 100 ms each time).
-vk::Context* context() {
-  static const std::unique_ptr<vk::Context> ctx = []() -> std::unique_ptr<vk::Context> {
-    if (vk::list_devices().devices.empty()) return nullptr;
-    return std::make_unique<vk::Context>(0);
-  }();
-  return ctx.get();
-}
-
-#define REQUIRE_DEVICE() \
-  if (!context()) GTEST_SKIP() << "no Vulkan device: " << vk::list_devices().problem
-
-// The error message of f(), "" where it throws none.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const vk::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using namespace vktest;
 
 TEST(VulkanContext, NoDeviceNIsAClearError) {
   REQUIRE_DEVICE();
@@ -228,31 +203,6 @@ struct Problem {
   }
 };
 
-// y [M, N] from the shader, with the bias b when `bias`.
-std::vector<float> run_matvec(const Problem& pb, DType wt, int64_t M, int64_t N, int64_t K, bool bias) {
-  if (!bias) return vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), M, N, K);
-  vk::Context& ctx = *context();
-  const uint64_t row = vk::x_bytes(wt, K);
-  vk::Buffer w = ctx.buffer(pb.w.size()), x = ctx.buffer(row * uint64_t(M)), y = ctx.buffer(uint64_t(M * N) * 4),
-             b = ctx.buffer(pb.b.size() * 4);
-  std::vector<uint8_t> xr(row * uint64_t(M));
-  for (int64_t m = 0; m < M; ++m) {
-    uint8_t* dst = xr.data() + row * uint64_t(m);
-    if (toy::kernels::activation_dtype(wt) == DType::Q8_0)
-      toy::kernels::reference::quantize_activations_q8_0(pb.x.data() + m * K, reinterpret_cast<toy::BlockQ8_0*>(dst),
-                                                         K);
-    else
-      toy::kernels::reference::round_activations(wt, pb.x.data() + m * K, reinterpret_cast<float*>(dst), K);
-  }
-  ctx.upload(w, pb.w.data(), pb.w.size());
-  ctx.upload(x, xr.data(), xr.size());
-  ctx.upload(b, pb.b.data(), b.bytes());
-  vk::Matvec{ctx}(w, wt, x, 0, y, 0, M, N, K, &b);
-  std::vector<float> out(size_t(M * N));
-  ctx.download(y, out.data(), y.bytes());
-  return out;
-}
-
 // matvec.comp against the double reference and the CPU kernel (kernels::matmul_wt).
 //
 // The bound: x is rounded to activation_dtype(wt) by both (F16: to half; BF16: to bfloat; Q8_0,
@@ -270,21 +220,38 @@ void check_matvec(DType wt, int64_t M, int64_t N, int64_t K, bool bias = false) 
   SCOPED_TRACE(std::string(toy::name(wt)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                " K=" + std::to_string(K) + (bias ? " with a bias" : ""));
   const Problem pb(wt, N, K, M);
-  const std::vector<float> y = run_matvec(pb, wt, M, N, K, bias);
+  const std::vector<float> y =
+      vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), M, N, K, bias ? pb.b.data() : nullptr);
   const size_t MN = size_t(M * N);
-  std::vector<float> ref(MN), mag(MN), cpu(MN);
+  std::vector<float> ref(MN), cpu(MN);
   toy::kernels::reference::matmul_wt<double>(pb.x.data(), pb.w.data(), wt, ref.data(), M, N, K);
   toy::kernels::matmul_wt(pb.x.data(), pb.w.data(), wt, cpu.data(), M, N, K);
-  // Σ|x_k·w_k|: the reference on |x| (rounded as for wt) and |W| as stored.
-  std::vector<float> ax(size_t(M * K)), aw(size_t(N * K));
+  // Σ|x_k·w_k|: the reference on |x| (rounded as for wt) and |W| as stored. A K-quant weight is
+  // d·sc·q − dmin·mn, and the shader adds the two parts apart: Σ|x_k|·(|d·sc·q| + |dmin·mn|), the
+  // weights dequantized with dmin and then d zeroed in every block.
+  std::vector<float> ax(size_t(M * K));
   for (int64_t m = 0; m < M; ++m)
     toy::kernels::reference::round_activations(wt, pb.x.data() + m * K, ax.data() + m * K, K);
   for (float& v : ax) v = std::fabs(v);
-  toy::dequantize(wt, pb.w.data(), aw.data(), N * K);
-  for (float& v : aw) v = std::fabs(v);
-  toy::kernels::reference::matmul_wt<double>(ax.data(), aw.data(), DType::F32, mag.data(), M, N, K);
-  const int64_t terms = toy::info(wt).block_size == 32 ? K / 32 : K;
-  const double u = std::ldexp(1.0, -24), n = double((terms + 63) / 64 + 6) + (bias ? 1 : 0);
+  const DType a = toy::kernels::activation_dtype(wt);
+  const bool mins = wt == DType::Q4_K || wt == DType::Q5_K;
+  std::vector<double> mag(MN, 0.0);
+  for (const int zeroed : mins ? std::vector<int>{2, 0} : std::vector<int>{-1}) {  // the byte of dmin, of d
+    std::vector<uint8_t> w = pb.w;
+    if (zeroed >= 0)
+      for (size_t o = 0; o < w.size(); o += size_t(toy::info(wt).type_size)) w[o + zeroed] = w[o + zeroed + 1] = 0;
+    std::vector<float> aw(size_t(N * K)), part(MN);
+    toy::dequantize(wt, w.data(), aw.data(), N * K);
+    for (float& v : aw) v = std::fabs(v);
+    toy::kernels::reference::matmul_wt<double>(ax.data(), aw.data(), DType::F32, part.data(), M, N, K);
+    for (size_t i = 0; i < MN; ++i) mag[i] += part[i];
+  }
+  // Roundings of a partial sum per thread: one per product (floats), per block (Q8_0 blocks), two
+  // per sub-block of 32 (K-quants: the dot and the mins; one more for d_x·d and, against the
+  // reference's dequantized weights, three for their products).
+  const int64_t terms = a == DType::Q8_0 ? K / 32 : a == DType::Q8_K ? 2 * (K / 32) : K;
+  const double u = std::ldexp(1.0, -24),
+               n = double((terms + 63) / 64 + 6) + (a == DType::Q8_K ? 4 : 0) + (bias ? 1 : 0);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t i = 0; i < N; ++i) {
       const size_t at = size_t(m * N + i);
@@ -338,6 +305,22 @@ TEST(VulkanMatvec, Q4_0MatchesTheReferenceAndTheCpuKernel) {
   check_matvec(DType::Q4_0, 6, 7, 96, true);
 }
 
+// The other block types: Q5_0 against Q8_0 blocks of x; Q4_1 and Q5_1 against f32 x (each weight
+// dequantized as the CPU does); the K-quants against Q8_K blocks: one super-block, 65 sub-blocks of
+// 32 (one past the 64 threads: K = 2080 is not a multiple of 256, so 2304), a long row, rows, a bias.
+TEST(VulkanMatvec, OtherBlockTypesMatchTheReferenceAndTheCpuKernel) {
+  REQUIRE_DEVICE();
+  for (const DType wt : {DType::Q5_0, DType::Q4_1, DType::Q5_1}) {
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}}) check_matvec(wt, 1, N, K);
+    check_matvec(wt, 3, 5, 64, true);
+  }
+  for (const DType wt : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 256}, {7, 512}, {5, 2304}, {3, 4352}})
+      check_matvec(wt, 1, N, K);
+    check_matvec(wt, 4, 5, 768, true);
+  }
+}
+
 TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
   REQUIRE_DEVICE();
   vk::Matvec matvec(*context());
@@ -350,11 +333,13 @@ TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
 // row's bits do not depend on the other rows of the batch.
 TEST(VulkanMatvec, TwoRunsGiveTheSameBitsWhateverTheBatch) {
   REQUIRE_DEVICE();
-  for (const DType wt : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0}) {
-    const Problem pb(wt, 33, 2080, 3);
-    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, 2080),
-                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, 2080),
-                             one = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + 2080, 1, 33, 2080);
+  for (const DType wt :
+       {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
+    const int64_t K = 2304;
+    const Problem pb(wt, 33, K, 3);
+    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, K),
+                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, K),
+                             one = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + K, 1, 33, K);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << toy::name(wt);
     EXPECT_EQ(0, std::memcmp(a.data() + 33, one.data(), one.size() * sizeof(float))) << toy::name(wt);
   }
@@ -362,9 +347,9 @@ TEST(VulkanMatvec, TwoRunsGiveTheSameBitsWhateverTheBatch) {
 
 TEST(VulkanMatvec, AWeightTypeWithoutAShaderIsAClearError) {
   REQUIRE_DEVICE();
-  const Problem pb(DType::Q5_0, 1, 32);
-  const std::string e = error_of([&] { vk::matvec(*context(), pb.w.data(), DType::Q5_0, pb.x.data(), 1, 1, 32); });
-  EXPECT_NE(e.find("no shader for Q5_0 weights yet"), std::string::npos) << e;
+  const Problem pb(DType::Q8_K, 1, 256);
+  const std::string e = error_of([&] { vk::matvec(*context(), pb.w.data(), DType::Q8_K, pb.x.data(), 1, 1, 256); });
+  EXPECT_NE(e.find("no shader for Q8_K weights yet"), std::string::npos) << e;
 }
 // Dispatches are recorded and submitted together at the download: a chain y1 = W1·x, y2 = W2·y1
 // (the second reads what the first wrote: the barrier between them) is one submission, gives the

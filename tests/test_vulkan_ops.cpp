@@ -19,68 +19,11 @@
 #include "toy/kernels/vulkan/elementwise.h"
 #include "toy/kernels/vulkan/norm.h"
 #include "toy/kernels/vulkan/view.h"
+#include "vulkan_helpers.h"
 
-namespace vk = toy::kernels::vulkan;
+using namespace vktest;
 
 namespace {
-
-// One context for the suite (an instance and a device cost lavapipe about 100 ms each time).
-vk::Context* context() {
-  static const std::unique_ptr<vk::Context> ctx = []() -> std::unique_ptr<vk::Context> {
-    if (vk::list_devices().devices.empty()) return nullptr;
-    return std::make_unique<vk::Context>(0);
-  }();
-  return ctx.get();
-}
-
-#define REQUIRE_DEVICE() \
-  if (!context()) GTEST_SKIP() << "no Vulkan device: " << vk::list_devices().problem
-
-// The error message of f(), "" where it throws none.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const vk::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-constexpr float kMarker = 12345.0f;  // what a buffer holds outside the views of a test
-
-// A buffer of off + v.size() + 1 floats: v at offset off, kMarker before and after it.
-vk::Buffer upload_at(const std::vector<float>& v, uint64_t off) {
-  std::vector<float> all(off, kMarker);
-  all.insert(all.end(), v.begin(), v.end());
-  all.push_back(kMarker);
-  vk::Buffer b = context()->buffer(all.size() * 4);
-  context()->upload(b, all.data(), b.bytes());
-  return b;
-}
-
-// The n floats at offset off of b (made by upload_at for n floats), checking that the op wrote
-// nothing outside them.
-std::vector<float> download_at(const vk::Buffer& b, uint64_t off, size_t n) {
-  std::vector<float> all(b.bytes() / 4);
-  context()->download(b, all.data(), b.bytes());
-  for (uint64_t i = 0; i < all.size(); ++i)
-    if (i < off || i >= off + n) {
-      EXPECT_EQ(all[i], kMarker) << "float " << i << " outside the view was written";
-    }
-  return {all.begin() + ptrdiff_t(off), all.begin() + ptrdiff_t(off + n)};
-}
-
-// n values uniform in [lo, hi] from a seed.
-std::vector<float> uniform(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
 using Binary = vk::Elementwise::Binary;
 using Unary = vk::Elementwise::Unary;

@@ -1,11 +1,12 @@
 #version 450
 // kernels/vulkan/gather.comp — y[r, :] = W[ids[r], :] as f32 for n ids, W [V, K] read in its GGUF
 // dtype as stored (dispatched by gather.cpp beside it; the twin of kernels::gather_rows_wt: an
-// embedding's lookup). Compiled once per dtype: -DWT_F32, -DWT_F16, -DWT_BF16, -DWT_Q8_0, -DWT_Q4_0.
-// Each value is dequantized as toy::dequantize does it (q·d, (q − 8)·d: one rounding): the
-// CPU's bits. One workgroup per row, its threads over k.
+// embedding's lookup). Compiled once per dtype (-DWT_F32, -DWT_Q4_K, …: CMakeLists.txt). Each value
+// is dequantized as toy::dequantize does it (blocks.glsl): the CPU's bits. One workgroup per row,
+// its threads over k.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_8bit_storage : require
+#extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
   uint n;      // rows to gather
@@ -21,20 +22,12 @@ float value(uint row, uint k) { return float(w[row * p.K + k]); }
 #elif defined(WT_BF16)
 layout(std430, binding = 0) readonly buffer W { uint16_t w[]; };
 float value(uint row, uint k) { return uintBitsToFloat(uint(w[row * p.K + k]) << 16); }
-#else
-layout(std430, binding = 0) readonly buffer W { uint8_t w[]; };
-float scale(uint o) { return unpackHalf2x16(uint(w[o]) | uint(w[o + 1]) << 8).x; }
-#if defined(WT_Q8_0)
-float value(uint row, uint k) {  // blocks of 34 bytes: d, then 32 int8 q
-  const uint o = (row * (p.K / 32) + k / 32) * 34;
-  return float(int(int8_t(w[o + 2 + k % 32]))) * scale(o);
+#else  // a block type: blocks.glsl decodes it
+layout(std430, binding = 0) readonly buffer W { uint8_t wq[]; };
+#include "blocks.glsl"
+float value(uint row, uint k) {
+  return value_of((row * (p.K / kBlockValues) + k / kBlockValues) * kBlockBytes, k % kBlockValues);
 }
-#elif defined(WT_Q4_0)
-float value(uint row, uint k) {  // blocks of 18 bytes: d, then value j in byte j's low nibble, j + 16 in its high
-  const uint o = (row * (p.K / 32) + k / 32) * 18, j = k % 32, b = uint(w[o + 2 + j % 16]);
-  return float(int(j < 16 ? b & 15u : b >> 4) - 8) * scale(o);
-}
-#endif
 #endif
 layout(std430, binding = 1) readonly buffer I { uint ids[]; };  // [n]
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };  // [n, K]

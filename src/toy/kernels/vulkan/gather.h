@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "toy/kernels/vulkan/context.h"
+#include "toy/kernels/vulkan/variants.h"
 #include "toy/tensor/dtype.h"
 
 namespace toy::kernels::vulkan {
@@ -23,7 +24,7 @@ class GatherRows {
 
  private:
   Context& ctx_;
-  Pipeline f32_, f16_, bf16_, q8_0_, q4_0_;
+  Variants pipelines_;
 };
 
 }  // namespace toy::kernels::vulkan

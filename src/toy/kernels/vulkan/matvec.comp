@@ -1,18 +1,20 @@
 #version 450
 // kernels/vulkan/matvec.comp — y[m, n] = W[n, :] · x[m, :] (+ b[n]) for M rows of x, W [N, K] read
 // in its GGUF dtype as stored (dispatched by matvec.cpp beside it; the twin of kernels::matmul_wt).
-// Compiled once per dtype: -DWT_F32, -DWT_F16, -DWT_BF16, -DWT_Q8_0, -DWT_Q4_0 (CMakeLists.txt).
+// Compiled once per dtype: -DWT_F32, -DWT_Q4_K, … (CMakeLists.txt); blocks.glsl decodes the blocks.
 //
 // One workgroup of 64 threads per (n, m). Thread t sums the products of k = t, t + 64, t + 128, …
 // in order of k, each with one fma; the 64 partial sums are then added in a fixed shared-memory
 // tree (6 levels), and the bias after, as the CPU adds it. x comes rounded as the CPU kernel rounds
-// it (quantize.comp): floats for F32 weights, halves (F16) or bfloats (BF16) as floats, Q8_0 blocks
-// for Q8_0 and Q4_0 weights. Quantized weights: thread t takes blocks b = t, t + 64, …: the block's
-// dot product in integers (exact), times the two scales, with one fma. No atomics, no subgroup
+// it (quantize.comp): floats for F32, Q4_1 and Q5_1 weights (those dequantized as the CPU does),
+// halves (F16) or bfloats (BF16) as floats, Q8_0 blocks for Q8_0, Q4_0 and Q5_0 weights, Q8_K
+// blocks for the K-quants. Block weights: thread t takes blocks (K-quants: sub-blocks of 32) b = t,
+// t + 64, …: the dot product in integers (exact), times the scales, with one fma. No atomics, no subgroup
 // operations (whose order is not promised): the order of every addition is fixed, so a rerun gives
 // the same bits, and row m of y depends only on row m of x.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_8bit_storage : require
+#extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
   uint N;         // rows of W, e.g. 4096
@@ -21,21 +23,24 @@ layout(push_constant) uniform Push {
   uint y_off;     // where y starts, in floats
   uint has_bias;  // b holds N floats to add (else y is bound in its place, unread)
 } p;
-#if defined(WT_Q8_0) || defined(WT_Q4_0)
-// Q8_0 blocks as stored: 34 bytes, a half scale d (2 bytes, little-endian) then 32 int8 q.
+#if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q5_0)
+#define Q8_0_FAMILY
+#elif defined(WT_Q4_K) || defined(WT_Q5_K) || defined(WT_Q6_K)
+#define K_FAMILY
+#endif
+
+#if defined(Q8_0_FAMILY)
+// x as Q8_0 blocks: 34 bytes, a half scale d (2 bytes, little-endian) then 32 int8 q.
 layout(std430, binding = 0) readonly buffer X { int8_t xq[]; };  // [M, K / 32] blocks
 float scale_x(uint o) { return unpackHalf2x16(uint(uint8_t(xq[o])) | uint(uint8_t(xq[o + 1])) << 8).x; }
-// Q4_0 blocks: 18 bytes, a half scale d then 16 bytes: value j in the low nibble of byte j, value
-// j + 16 in its high nibble, each q − 8.
-layout(std430, binding = 1) readonly buffer W { uint8_t wq[]; };  // [N, K / 32] blocks
-float scale_w(uint o) { return unpackHalf2x16(uint(wq[o]) | uint(wq[o + 1]) << 8).x; }
-#if defined(WT_Q8_0)
-const uint kBlock = 34;
-#else
-const uint kBlock = 18;
-#endif
+#elif defined(K_FAMILY)
+// x as Q8_K blocks: 292 bytes = 73 words: f32 d, 256 int8 q (4 to a word), 16 int16 sums of 16 q.
+layout(std430, binding = 0) readonly buffer X { uint xw[]; };  // [M, K / 256] blocks
+int q8(uint ow, uint j) { return bitfieldExtract(int(xw[ow + 1 + j / 4]), int(8 * (j % 4)), 8); }
+int bsum(uint ow, uint g) { return bitfieldExtract(int(xw[ow + 65 + g / 2]), int(16 * (g % 2)), 16); }
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };  // [M, K], rounded as matmul_wt rounds it
+#endif
 #if defined(WT_F32)
 layout(std430, binding = 1) readonly buffer W { float w[]; };  // [N, K]
 float weight(uint i) { return w[i]; }
@@ -45,6 +50,11 @@ float weight(uint i) { return float(w[i]); }
 #elif defined(WT_BF16)
 layout(std430, binding = 1) readonly buffer W { uint16_t w[]; };  // [N, K]: the high half of an f32
 float weight(uint i) { return uintBitsToFloat(uint(w[i]) << 16); }
+#else  // a block type: blocks.glsl decodes it
+layout(std430, binding = 1) readonly buffer W { uint8_t wq[]; };  // [N, K / kBlockValues] blocks
+#include "blocks.glsl"
+#if defined(WT_Q4_1) || defined(WT_Q5_1)  // f32 activations: each weight dequantized as the CPU does
+float weight(uint i) { return value_of((i / 32) * kBlockBytes, i % 32); }
 #endif
 #endif
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };  // [M, N]
@@ -58,20 +68,36 @@ void main() {
   const uint t = gl_LocalInvocationID.x;
   if (n >= p.N) return;  // the whole workgroup: no barrier is skipped by some threads only
   float s = 0.0;
-#if defined(WT_Q8_0) || defined(WT_Q4_0)
+#if defined(Q8_0_FAMILY)
   const uint nb = p.K / 32;
   for (uint i = t; i < nb; i += 64) {
-    const uint ox = p.x_off + (m * nb + i) * 34, ow = (n * nb + i) * kBlock;
+    const uint ox = p.x_off + (m * nb + i) * 34, ow = (n * nb + i) * kBlockBytes;
     int dot = 0;  // |dot| ≤ 32·127·127 < 2²⁴: exact, and exact as a float
-#if defined(WT_Q8_0)
-    for (uint j = 0; j < 32; ++j) dot += int(xq[ox + 2 + j]) * int(int8_t(wq[ow + 2 + j]));
-#else
-    for (uint j = 0; j < 16; ++j) {
-      const int q = int(wq[ow + 2 + j]);
-      dot += int(xq[ox + 2 + j]) * ((q & 15) - 8) + int(xq[ox + 18 + j]) * ((q >> 4) - 8);
+    for (uint j = 0; j < 32; ++j) dot += int(xq[ox + 2 + j]) * q_of(ow, j);
+    s = fma(float(dot), scale_x(ox) * half_at(ow), s);  // a half times a half: exact in f32
+  }
+#elif defined(K_FAMILY)
+  // Sub-block u of 32 values (super-block u / 8, s = u % 8): its integer dot Σ sc·q·q8 (Q6_K: a
+  // scale per 16) and, for Q4_K and Q5_K, its mins mn·Σ q8 from the stored sums; both below 2²⁴
+  // in magnitude, so exact as floats. Each is added with one fma: s += (d_x·d)·dot − (d_x·dmin)·mins.
+  const uint nsub = p.K / 32, nsb = p.K / 256;
+  for (uint u = t; u < nsub; u += 64) {
+    const uint i = u / 8, sub = u % 8, ox = p.x_off / 4 + (m * nsb + i) * 73, ow = (n * nsb + i) * kBlockBytes;
+    const float dx = uintBitsToFloat(xw[ox]);
+    int dot = 0;
+#if defined(WT_Q6_K)
+    for (uint g = 0; g < 2; ++g) {
+      int gd = 0;
+      for (uint l = 16 * g; l < 16 * g + 16; ++l) gd += q_of(ow, 32 * sub + l) * q8(ox, 32 * sub + l);
+      dot += scale_of(ow, 32 * sub + 16 * g) * gd;
     }
+    s = fma(dx * half_at(ow + 208), float(dot), s);
+#else
+    for (uint l = 0; l < 32; ++l) dot += q_of(ow, 32 * sub + l) * q8(ox, 32 * sub + l);
+    const ivec2 sm = scale_min(ow, sub);
+    s = fma(dx * half_at(ow), float(sm.x * dot), s);
+    s = fma(-(dx * half_at(ow + 2)), float(sm.y * (bsum(ox, 2 * sub) + bsum(ox, 2 * sub + 1))), s);
 #endif
-    s = fma(float(dot), scale_x(ox) * scale_w(ow), s);  // a half times a half: exact in f32
   }
 #else
   const uint xb = p.x_off + m * p.K, wb = n * p.K;

@@ -7,6 +7,7 @@
 #include "toy/kernels/reference.h"
 #include "toy/kernels/vulkan/shaders.h"
 #include "toy/kernels/vulkan/view.h"
+#include "toy/tensor/quant.h"
 
 namespace toy::kernels::vulkan {
 
@@ -15,33 +16,27 @@ struct Push {  // matvec.comp's push constants
   uint32_t N, K, x_off, y_off, has_bias;
 };
 constexpr int64_t kMaxGroups = 65535;  // per dimension, the least every device allows
+
+std::vector<Variant> variants() {
+  return {{DType::F32, spirv::matvec_f32},   {DType::F16, spirv::matvec_f16},   {DType::BF16, spirv::matvec_bf16},
+          {DType::Q8_0, spirv::matvec_q8_0}, {DType::Q4_0, spirv::matvec_q4_0}, {DType::Q5_0, spirv::matvec_q5_0},
+          {DType::Q4_1, spirv::matvec_q4_1}, {DType::Q5_1, spirv::matvec_q5_1}, {DType::Q4_K, spirv::matvec_q4_k},
+          {DType::Q5_K, spirv::matvec_q5_k}, {DType::Q6_K, spirv::matvec_q6_k}};
+}
 }  // namespace
 
-Matvec::Matvec(Context& ctx)
-    : ctx_(ctx),
-      f32_(ctx.pipeline(spirv::matvec_f32, 4, sizeof(Push))),
-      f16_(ctx.pipeline(spirv::matvec_f16, 4, sizeof(Push))),
-      bf16_(ctx.pipeline(spirv::matvec_bf16, 4, sizeof(Push))),
-      q8_0_(ctx.pipeline(spirv::matvec_q8_0, 4, sizeof(Push))),
-      q4_0_(ctx.pipeline(spirv::matvec_q4_0, 4, sizeof(Push))) {}
+Matvec::Matvec(Context& ctx) : ctx_(ctx), pipelines_(ctx, variants(), 4, sizeof(Push)) {}
 
-bool has_matvec(DType wt) {
-  return wt == DType::F32 || wt == DType::F16 || wt == DType::BF16 || wt == DType::Q8_0 || wt == DType::Q4_0;
-}
+bool has_matvec(DType wt) { return Variants::find(variants(), wt) != nullptr; }
 
 uint64_t x_bytes(DType wt, int64_t K) {
-  return activation_dtype(wt) == DType::Q8_0 ? uint64_t(row_bytes(DType::Q8_0, K)) : uint64_t(K) * 4;
+  const DType a = activation_dtype(wt);
+  return a == DType::Q8_0 || a == DType::Q8_K ? uint64_t(row_bytes(a, K)) : uint64_t(K) * 4;
 }
 
 void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off,
                         int64_t M, int64_t N, int64_t K, const Buffer* b) {
-  const Pipeline* p = wt == DType::F32    ? &f32_
-                      : wt == DType::F16  ? &f16_
-                      : wt == DType::BF16 ? &bf16_
-                      : wt == DType::Q8_0 ? &q8_0_
-                      : wt == DType::Q4_0 ? &q4_0_
-                                          : nullptr;
-  if (!p) throw Error("vulkan: matvec: no shader for " + std::string(name(wt)) + " weights yet");
+  const Pipeline& p = pipelines_(wt, "matvec");
   if (M < 1 || N < 1 || K < 1 || M > kMaxGroups || N > kMaxGroups * kMaxGroups || K > int64_t(UINT32_MAX) / N ||
       M > int64_t(UINT32_MAX) / N)
     throw Error("vulkan: matvec: shape M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
@@ -50,20 +45,23 @@ void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_o
     throw Error("vulkan: matvec: K=" + std::to_string(K) + " is not a multiple of " + std::string(name(wt)) +
                 "'s block of " + std::to_string(info(wt).block_size));
   const uint64_t row = x_bytes(wt, K);
-  const bool blocks = activation_dtype(wt) == DType::Q8_0;
-  if (!blocks && x_off % 4) throw Error("vulkan: matvec: x at byte " + std::to_string(x_off) + ", not a float");
+  const DType a = activation_dtype(wt);
+  const bool q8_0 = a == DType::Q8_0;  // x in blocks of 34 bytes, at any byte; else in words
+  if (!q8_0 && x_off % 4) throw Error("vulkan: matvec: x at byte " + std::to_string(x_off) + ", not a word");
   if (w.bytes() < uint64_t(row_bytes(wt, K) * N) || x_off > UINT32_MAX || x.bytes() < x_off + row * uint64_t(M))
     throw Error("vulkan: matvec: a buffer is smaller than M=" + std::to_string(M) + " N=" + std::to_string(N) +
                 " K=" + std::to_string(K) + " needs");
   check_view("matvec", "y", y, y_off, uint64_t(M * N));
   if (b) check_view("matvec", "b", *b, 0, uint64_t(N));
-  const Push push{uint32_t(N), uint32_t(K), uint32_t(blocks ? x_off : x_off / 4), uint32_t(y_off), b ? 1u : 0u};
+  const Push push{uint32_t(N), uint32_t(K), uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4), uint32_t(y_off),
+                  b ? 1u : 0u};
   const std::array<const Buffer*, 4> buffers{&x, &w, &y, b ? b : &y};
   const Groups g = groups("matvec", uint64_t(N));  // one workgroup per (n, m)
-  ctx_.dispatch(*p, buffers, &push, g.x, g.y, uint32_t(M));
+  ctx_.dispatch(p, buffers, &push, g.x, g.y, uint32_t(M));
 }
 
-std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K) {
+std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K,
+                          const float* b) {
   std::vector<float> y(static_cast<size_t>(M * N));
   const uint64_t w_bytes = uint64_t(row_bytes(wt, K) * N), row = x_bytes(wt, K);
   Buffer bw = ctx.buffer(w_bytes), bx = ctx.buffer(row * uint64_t(M)), by = ctx.buffer(y.size() * 4);
@@ -73,11 +71,15 @@ std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x,
     uint8_t* dst = xr.data() + row * uint64_t(m);
     if (activation_dtype(wt) == DType::Q8_0)
       reference::quantize_activations_q8_0(x + m * K, reinterpret_cast<BlockQ8_0*>(dst), K);
+    else if (activation_dtype(wt) == DType::Q8_K)
+      quantize(DType::Q8_K, x + m * K, dst, K);
     else
       reference::round_activations(wt, x + m * K, reinterpret_cast<float*>(dst), K);
   }
   ctx.upload(bx, xr.data(), xr.size());
-  Matvec{ctx}(bw, wt, bx, 0, by, 0, M, N, K);
+  Buffer bb = ctx.buffer(b ? uint64_t(N) * 4 : 4);
+  if (b) ctx.upload(bb, b, uint64_t(N) * 4);
+  Matvec{ctx}(bw, wt, bx, 0, by, 0, M, N, K, b ? &bb : nullptr);
   ctx.download(by, y.data(), by.bytes());
   return y;
 }

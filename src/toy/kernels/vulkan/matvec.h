@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "toy/kernels/vulkan/context.h"
+#include "toy/kernels/vulkan/variants.h"
 #include "toy/tensor/dtype.h"
 
 namespace toy::kernels::vulkan {
 
-// matvec.comp's pipelines on one context, one per weight dtype: F32, F16, BF16, Q8_0, Q4_0.
+// matvec.comp's pipelines on one context, one per weight dtype: F32, F16, BF16, Q8_0, Q4_0, Q5_0,
+// Q4_1, Q5_1, Q4_K, Q5_K, Q6_K.
 class Matvec {
  public:
   explicit Matvec(Context& ctx);
@@ -25,17 +27,18 @@ class Matvec {
 
  private:
   Context& ctx_;
-  Pipeline f32_, f16_, bf16_, q8_0_, q4_0_;
+  Variants pipelines_;
 };
 
 // Whether matvec.comp reads weights of type wt.
 bool has_matvec(DType wt);
-// The bytes a row of x takes for weights of type wt: K floats, or K/32 Q8_0 blocks for Q8_0 and
-// Q4_0 weights.
+// The bytes a row of x takes for weights of type wt: K floats, K/32 Q8_0 blocks (Q8_0, Q4_0, Q5_0)
+// or K/256 Q8_K blocks (the K-quants).
 uint64_t x_bytes(DType wt, int64_t K);
 
-// The same from host arrays: uploads W and x [M, K] (rounded as matmul_wt rounds it), runs, reads
-// y [M, N] back.
-std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K);
+// The same from host arrays: uploads W, x [M, K] (rounded as matmul_wt rounds it) and b [N] where
+// given, runs, reads y [M, N] back.
+std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K,
+                          const float* b = nullptr);
 
 }  // namespace toy::kernels::vulkan

@@ -1,9 +1,13 @@
 #version 450
 // kernels/vulkan/quantize.comp — rows of x rounded as kernels::matmul_wt rounds its activations
 // before the dot products (dispatched by quantize.cpp beside it; the twin of
-// reference::round_activations and reference::quantize_activations_q8_0). Compiled three times:
-//   -DQ8_0: each block of 32 values to a Q8_0 block (for Q8_0 and Q4_0 weights): amax = max |x|,
-//           d = half(amax / 127), q = round(x · 127/amax) to nearest, ties to even; one thread per block.
+// reference::round_activations and reference::quantize_activations_q8_0). Compiled four times:
+//   -DQ8_0: each block of 32 values to a Q8_0 block (for Q8_0, Q4_0 and Q5_0 weights): amax = max
+//           |x|, d = half(amax / 127), q = round(x · 127/amax) to nearest, ties to even; one thread
+//           per block.
+//   -DQ8_K: each block of 256 values to a Q8_K block (for the K-quants) as ggml's quantize_row_q8_K:
+//           max = the first value of largest magnitude, with its sign; iscale = −127/max, q =
+//           min(127, round(iscale·x)), d = 1/iscale, and the sums of each 16 q; one thread per block.
 //   -DF16:  each value to its nearest half, back as a float (for F16 weights); one thread per value.
 //   -DBF16: each value to its nearest bfloat16, back as a float (for BF16 weights).
 // The CPU's bits: the rounding in integers (half.glsl), and each division corrected to the
@@ -13,14 +17,18 @@
 #include "half.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  uint n;      // blocks (Q8_0) or values (F16, BF16)
+  uint n;      // blocks (Q8_0, Q8_K) or values (F16, BF16)
   uint x_off;  // where x starts, in floats
 } p;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+#if defined(Q8_0) || defined(Q8_K)
 #if defined(Q8_0)
 layout(std430, binding = 1) writeonly buffer Q { uint8_t q[]; };  // [n] blocks of 34 bytes
+#else
+layout(std430, binding = 1) writeonly buffer Q { uint qw[]; };  // [n] blocks of 73 words: d, 64 of q, 8 of sums
+#endif
 
-// a / b correctly rounded (b > 0, finite): the quotient's residual a − q·b is exact in an fma,
+// a / b correctly rounded (b ≠ 0, both finite): the quotient's residual a − q·b is exact in an fma,
 // and one step on it gives the nearest float (Markstein).
 float divide(float a, float b) {
   precise float q0 = a / b;
@@ -48,6 +56,39 @@ void main() {
   for (uint k = 0; k < 32; ++k) {
     precise float v = x[xb + k] * id;
     q[qb + 2 + k] = uint8_t(uint(int(roundEven(v))) & 0xffu);
+  }
+#elif defined(Q8_K)
+  const uint xb = p.x_off + i * 256, qb = i * 73;
+  float amax = 0.0, mx = 0.0;
+  for (uint k = 0; k < 256; ++k)
+    if (abs(x[xb + k]) > amax) {
+      amax = abs(x[xb + k]);
+      mx = x[xb + k];
+    }
+  if (amax == 0.0) {  // d = 0, q = 0, sums 0
+    for (uint w = 0; w < 73; ++w) qw[qb + w] = 0u;
+    return;
+  }
+  const float iscale = divide(-127.0, mx);
+  qw[qb] = floatBitsToUint(divide(1.0, iscale));
+  uint sums = 0u;                   // two int16 sums to a word
+  for (uint g = 0; g < 16; ++g) {  // 16 values: 4 words of q, and their sum
+    int sum = 0;
+    for (uint w = 0; w < 4; ++w) {
+      uint word = 0u;
+      for (uint b = 0; b < 4; ++b) {
+        precise float v = iscale * x[xb + 16 * g + 4 * w + b];
+        const int qv = min(127, int(roundEven(v)));
+        sum += qv;
+        word |= (uint(qv) & 0xffu) << (8 * b);
+      }
+      qw[qb + 1 + 4 * g + w] = word;
+    }
+    sums |= (uint(sum) & 0xffffu) << (16 * (g % 2));
+    if (g % 2 == 1) {
+      qw[qb + 65 + g / 2] = sums;
+      sums = 0u;
+    }
   }
 #elif defined(F16)
   y[i] = unpackHalf2x16(half_bits(x[p.x_off + i])).x;

@@ -11,6 +11,12 @@ extern const std::span<const uint32_t> matvec_f16;   // matvec.comp -DWT_F16
 extern const std::span<const uint32_t> matvec_bf16;  // matvec.comp -DWT_BF16
 extern const std::span<const uint32_t> matvec_q8_0;  // matvec.comp -DWT_Q8_0
 extern const std::span<const uint32_t> matvec_q4_0;  // matvec.comp -DWT_Q4_0
+extern const std::span<const uint32_t> matvec_q5_0;  // matvec.comp -DWT_Q5_0
+extern const std::span<const uint32_t> matvec_q4_1;  // matvec.comp -DWT_Q4_1
+extern const std::span<const uint32_t> matvec_q5_1;  // matvec.comp -DWT_Q5_1
+extern const std::span<const uint32_t> matvec_q4_k;  // matvec.comp -DWT_Q4_K
+extern const std::span<const uint32_t> matvec_q5_k;  // matvec.comp -DWT_Q5_K
+extern const std::span<const uint32_t> matvec_q6_k;  // matvec.comp -DWT_Q6_K
 
 extern const std::span<const uint32_t> elementwise_binary;  // elementwise.comp -DBINARY
 extern const std::span<const uint32_t> elementwise_unary;   // elementwise.comp -DUNARY
@@ -18,13 +24,20 @@ extern const std::span<const uint32_t> norm_rms;            // norm.comp -DRMS
 extern const std::span<const uint32_t> norm_layer;          // norm.comp -DLAYER
 
 extern const std::span<const uint32_t> quantize_q8_0;  // quantize.comp -DQ8_0
+extern const std::span<const uint32_t> quantize_q8_k;  // quantize.comp -DQ8_K
 extern const std::span<const uint32_t> quantize_f16;   // quantize.comp -DF16
 extern const std::span<const uint32_t> quantize_bf16;  // quantize.comp -DBF16
 extern const std::span<const uint32_t> gather_f32;     // gather.comp -DWT_F32
 extern const std::span<const uint32_t> gather_f16;     // gather.comp -DWT_F16
 extern const std::span<const uint32_t> gather_bf16;    // gather.comp -DWT_BF16
 extern const std::span<const uint32_t> gather_q8_0;    // gather.comp -DWT_Q8_0
-extern const std::span<const uint32_t> gather_q4_0;    // gather.comp -DWT_Q4_0
+extern const std::span<const uint32_t> gather_q4_0;    // gather.comp -DWT_Q4_0 (and likewise for
+extern const std::span<const uint32_t> gather_q5_0;    // the other block types)
+extern const std::span<const uint32_t> gather_q4_1;
+extern const std::span<const uint32_t> gather_q5_1;
+extern const std::span<const uint32_t> gather_q4_k;
+extern const std::span<const uint32_t> gather_q5_k;
+extern const std::span<const uint32_t> gather_q6_k;
 extern const std::span<const uint32_t> convert_f32;    // convert.comp -DDST_F32
 extern const std::span<const uint32_t> convert_f16;    // convert.comp -DDST_F16
 extern const std::span<const uint32_t> rope_norm;      // rope.comp

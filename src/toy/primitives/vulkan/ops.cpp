@@ -158,6 +158,18 @@ class VulkanOps final : public DeviceOps {
     return gather(whole(x, "gather_rows' x"), DType::F32, N, rows, {rows.numel(), D}, D);
   }
 
+  // Columns [begin, begin + n) of each row of x (narrow() checked them).
+  Tensor narrow(const Tensor& x, int64_t begin, int64_t n) override {
+    Lock lock(mutex_);
+    f32("narrow: x", x);
+    const int64_t C = x.size(-1), R = x.numel() / C;
+    Shape out = x.shape();
+    out.back() = n;
+    Tensor y = empty(out, DType::F32);
+    convert_.rows(buffer(x), floats(x) + uint64_t(begin), uint64_t(C), buffer(y), DType::F32, 0, uint64_t(n), R, n);
+    return y;
+  }
+
   // --- normalisation ---
 
   Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override {
