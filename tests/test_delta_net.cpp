@@ -14,7 +14,9 @@
 #include "toy/engines/decode.h"
 #include "toy/kernels/delta_net_grad.h"
 #include "toy/kernels/reference.h"
+#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/delta_rule.h"
+#include "toy/primitives/device.h"
 
 using namespace toy;
 using test::nmse;
@@ -232,3 +234,84 @@ TEST(DeltaNet, TheStateIsTheLayersCache) {
   const Ctx later{.seqs = {{.pos0 = 5, .kv = &kv, .state = &fresh}}};
   EXPECT_THROW(model->forward(Tensor::from_ids({1, 1}, std::vector<int32_t>{3}), later), std::logic_error);
 }
+
+#ifdef TOY_VULKAN
+// The same pieces on vulkan:0 (lavapipe in CI) through the primitives, their tensors uploaded: the
+// convolution and its window give the CPU's bits (the same products in the same order); the delta
+// rule, token by token on the device, holds the CPU's limit against the double recurrence (1,000
+// tokens, both head maps, the state included); the L2 norm and the log-decay (the device's sqrt,
+// log and exp) hold float32 precision against their double references, the log's absolute error
+// within [0.5, 2] (2⁻²¹, Vulkan's promise) included.
+namespace {
+#define REQUIRE_VULKAN()                               \
+  if (kernels::vulkan::list_devices().devices.empty()) \
+  GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem
+const Device kGpu = Device::vulkan(0);
+}  // namespace
+
+TEST(DeltaRule, OnVulkanTheConvolutionGivesTheCpuBits) {
+  REQUIRE_VULKAN();
+  std::mt19937_64 rng(5);
+  const int64_t T = 37, C = 70, K = 4;
+  const Tensor x = randn({T, C}, rng), w = randn({C, K}, rng), s0 = randn({K - 1, C}, rng);
+  Tensor cpu_state = s0.clone(), gpu_state = to_device(s0, kGpu);
+  const Tensor want = causal_conv1d(x, w, cpu_state);
+  const Tensor got = to_host(causal_conv1d(to_device(x, kGpu), to_device(w, kGpu), gpu_state));
+  EXPECT_EQ(got.to_vector(), want.to_vector());
+  EXPECT_EQ(gpu_state.device(), kGpu);
+  EXPECT_EQ(to_host(gpu_state).to_vector(), cpu_state.to_vector());
+  const Tensor x1 = randn({1, C}, rng);  // a decode step from the window the prompt left
+  EXPECT_EQ(to_host(causal_conv1d(to_device(x1, kGpu), to_device(w, kGpu), gpu_state)).to_vector(),
+            causal_conv1d(x1, w, cpu_state).to_vector());
+  EXPECT_EQ(to_host(gpu_state).to_vector(), cpu_state.to_vector());
+}
+
+TEST(DeltaRule, OnVulkanMatchesTheRecurrenceInDouble) {
+  REQUIRE_VULKAN();
+  const int64_t T = 1000, Hk = 2, Hv = 4, D = 16;
+  for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
+    Inputs in = inputs(T, Hk, Hv, D, 7);
+    Tensor want_state = in.state.clone(), want = Tensor::empty({T, Hv, D});
+    const kernels::DeltaRuleGeometry geo{.T = T, .Hk = Hk, .Hv = Hv, .Dk = D, .Dv = D, .tiled = map == HeadMap::Tiled};
+    kernels::reference::gated_delta_rule<double>(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                                                 in.beta.data(), want_state.data_mut(), want.data_mut());
+    Tensor state = to_device(in.state, kGpu);
+    const Tensor got = to_host(gated_delta_rule(to_device(in.q, kGpu), to_device(in.k, kGpu), to_device(in.v, kGpu),
+                                                to_device(in.g, kGpu), to_device(in.beta, kGpu), state, map));
+    EXPECT_LE(nmse(values(want), values(got)), 1e-12);
+    const Tensor host_state = to_host(state);
+    EXPECT_LE(nmse(values(want_state), values(host_state)), 1e-12);
+  }
+}
+
+TEST(DeltaRule, OnVulkanTheNormAndTheDecayHoldFloatPrecision) {
+  REQUIRE_VULKAN();
+  std::mt19937_64 rng(9);
+  const int64_t R = 9, D = 130, Hv = 8;
+  const Tensor x = randn({R, D}, rng);
+  const std::vector<float> y = to_host(l2_norm(to_device(x, kGpu), 1e-6f)).to_vector();
+  std::vector<float> ref(size_t(R * D));
+  kernels::reference::l2_norm<double>(x.data(), 1e-6f, R, D, ref.data());
+  // The sum: ceil(D/64) + 6 roundings of partial sums (half of it in the norm); sqrt, the division
+  // and the product: 2.5 + 2.5 + 1 ulp; u = 2⁻²⁴, an ulp at most 2u.
+  const double u = std::ldexp(1.0, -24), bound = (double((D + 63) / 64 + 6) / 2 + 12) * u;
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_LE(std::fabs(y[i] - ref[i]), bound * std::fabs(ref[i])) << i;
+
+  Tensor alpha = randn({R, Hv}, rng, 4.0f);
+  alpha.data_mut()[0] = 25.0f, alpha.data_mut()[1] = -30.0f;  // past 20 (softplus = u) and deep in the tail
+  const Tensor dt = randn({Hv}, rng), a = scale(sigmoid(randn({Hv}, rng)), -2.0f);
+  const std::vector<float> g =
+      to_host(delta_log_decay(to_device(alpha, kGpu), to_device(dt, kGpu), to_device(a, kGpu))).to_vector();
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t h = 0; h < Hv; ++h) {
+      const double uu = double(alpha.data()[r * Hv + h]) + dt.data()[h], ah = a.data()[h];
+      const double sp = uu > 20 ? uu : std::log1p(std::exp(uu));
+      // u rounded (|u|·u, through softplus' slope ≤ 1), exp within 3 + 2|u| ulp (≤ 1 through log(1 + ·)),
+      // 1 + e once, log: 2⁻²¹ absolute in [0.5, 2] or 3 ulp, then the product by a.
+      const double e_sp =
+          std::fabs(uu) * u + (3 + 2 * std::fabs(uu)) * 2 * u + 2 * u * sp + std::ldexp(1.0, -21) + 6 * u * sp;
+      ASSERT_LE(std::fabs(g[size_t(r * Hv + h)] - sp * ah), std::fabs(ah) * e_sp + 2 * u * std::fabs(sp * ah))
+          << "row " << r << " head " << h;
+    }
+}
+#endif

@@ -1,9 +1,10 @@
 #version 450
-// kernels/vulkan/norm.comp — RMSNorm (-DRMS) and LayerNorm (-DLAYER) over rows of D floats at
-// offsets into their buffers (dispatched by norm.cpp beside it; the twins of kernels::rms_norm and
-// kernels::layer_norm):
+// kernels/vulkan/norm.comp — RMSNorm (-DRMS), LayerNorm (-DLAYER) and the L2 norm (-DL2) over rows
+// of D floats at offsets into their buffers (dispatched by norm.cpp beside it; the twins of
+// kernels::rms_norm, kernels::layer_norm and kernels::l2_norm):
 //   rms:   y[r, d] = x[r, d] · rs · w[d],               rs = 1/√(Σ_d x[r, d]² / D + eps)
 //   layer: y[r, d] = (x[r, d] − μ) · rs · w[d] + b[d],  μ = Σ_d x[r, d] / D,  rs = 1/√(Σ_d (x[r, d] − μ)² / D + eps)
+//   l2:    y[r, d] = x[r, d] · s,                       s = 1/max(√(Σ_d x[r, d]²), eps)  (no w: x bound in its place)
 //
 // One workgroup of 64 threads per row r. Thread t sums the terms of d = t, t + 64, … in order of d
 // in f32 (x² with one fma each), then a fixed shared-memory tree (6 levels) adds the 64 partial sums;
@@ -64,6 +65,14 @@ void main() {
   for (uint d = t; d < p.D; d += 64) {
     precise float xhat = (x[xr + d] - mean) * rs;
     precise float yd = xhat * w[p.w_off + d] + (p.has_b != 0 ? b[p.b_off + d] : 0.0);
+    y[yr + d] = yd;
+  }
+#elif defined(L2)
+  float ss = 0.0;
+  for (uint d = t; d < p.D; d += 64) ss = fma(x[xr + d], x[xr + d], ss);
+  const float scale = 1.0 / max(sqrt(sum64(ss)), p.eps);
+  for (uint d = t; d < p.D; d += 64) {
+    precise float yd = x[xr + d] * scale;
     y[yr + d] = yd;
   }
 #else

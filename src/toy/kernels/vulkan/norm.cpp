@@ -29,7 +29,17 @@ void check(const char* op, const Buffer& x, uint64_t x_off, const Buffer& w, uin
 Norm::Norm(Context& ctx)
     : ctx_(ctx),
       rms_(ctx.pipeline(spirv::norm_rms, 3, sizeof(Push))),
-      layer_(ctx.pipeline(spirv::norm_layer, 4, sizeof(Push))) {}
+      layer_(ctx.pipeline(spirv::norm_layer, 4, sizeof(Push))),
+      l2_(ctx.pipeline(spirv::norm_l2, 3, sizeof(Push))) {}
+
+void Norm::l2(const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off, int64_t rows, int64_t D, float eps) {
+  check("l2_norm", x, x_off, x, x_off, y, y_off, rows, D);
+  if (rows == 0) return;
+  const Push push{uint32_t(rows), uint32_t(D), uint32_t(x_off), 0, 0, uint32_t(y_off), 0, eps};
+  const std::array<const Buffer*, 3> buffers{&x, &x, &y};  // x in w's place, unread
+  const Groups g = groups("l2_norm", uint64_t(rows));
+  ctx_.dispatch(l2_, buffers, &push, g.x, g.y);
+}
 
 void Norm::rms(const Buffer& x, uint64_t x_off, const Buffer& w, uint64_t w_off, Buffer& y, uint64_t y_off,
                int64_t rows, int64_t D, float eps) {

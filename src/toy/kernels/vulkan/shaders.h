@@ -22,6 +22,7 @@ extern const std::span<const uint32_t> elementwise_binary;  // elementwise.comp 
 extern const std::span<const uint32_t> elementwise_unary;   // elementwise.comp -DUNARY
 extern const std::span<const uint32_t> norm_rms;            // norm.comp -DRMS
 extern const std::span<const uint32_t> norm_layer;          // norm.comp -DLAYER
+extern const std::span<const uint32_t> norm_l2;             // norm.comp -DL2
 
 extern const std::span<const uint32_t> quantize_q8_0;  // quantize.comp -DQ8_0
 extern const std::span<const uint32_t> quantize_q8_k;  // quantize.comp -DQ8_K
@@ -38,10 +39,13 @@ extern const std::span<const uint32_t> gather_q5_1;
 extern const std::span<const uint32_t> gather_q4_k;
 extern const std::span<const uint32_t> gather_q5_k;
 extern const std::span<const uint32_t> gather_q6_k;
-extern const std::span<const uint32_t> convert_f32;    // convert.comp -DDST_F32
-extern const std::span<const uint32_t> convert_f16;    // convert.comp -DDST_F16
-extern const std::span<const uint32_t> rope_norm;      // rope.comp
-extern const std::span<const uint32_t> rope_neox;      // rope.comp -DNEOX
-extern const std::span<const uint32_t> attention_f32;  // attention.comp
-extern const std::span<const uint32_t> attention_f16;  // attention.comp -DKV_F16
+extern const std::span<const uint32_t> convert_f32;           // convert.comp -DDST_F32
+extern const std::span<const uint32_t> convert_f16;           // convert.comp -DDST_F16
+extern const std::span<const uint32_t> rope_norm;             // rope.comp
+extern const std::span<const uint32_t> rope_neox;             // rope.comp -DNEOX
+extern const std::span<const uint32_t> attention_f32;         // attention.comp
+extern const std::span<const uint32_t> attention_f16;         // attention.comp -DKV_F16
+extern const std::span<const uint32_t> delta_net_conv1d;      // delta_net.comp -DCONV1D
+extern const std::span<const uint32_t> delta_net_log_decay;   // delta_net.comp -DLOG_DECAY
+extern const std::span<const uint32_t> delta_net_delta_rule;  // delta_net.comp -DDELTA_RULE
 }  // namespace toy::kernels::vulkan::spirv

@@ -10,6 +10,7 @@
 #include "toy/kernels/vulkan/attention.h"
 #include "toy/kernels/vulkan/context.h"
 #include "toy/kernels/vulkan/convert.h"
+#include "toy/kernels/vulkan/delta_net.h"
 #include "toy/kernels/vulkan/elementwise.h"
 #include "toy/kernels/vulkan/gather.h"
 #include "toy/kernels/vulkan/matvec.h"
@@ -48,7 +49,8 @@ class VulkanOps final : public DeviceOps {
         norm_(*ctx_),
         rope_(*ctx_),
         attention_(*ctx_),
-        convert_(*ctx_) {}
+        convert_(*ctx_),
+        delta_net_(*ctx_) {}
 
   Device device() const override { return Device::vulkan(index_); }
   std::string name() const override { return to_string(device()) + " (" + ctx_->name() + ")"; }
@@ -228,6 +230,52 @@ class VulkanOps final : public DeviceOps {
     return out;
   }
 
+  // --- Gated DeltaNet (delta_rule.h checked the shapes) ---
+
+  // y [T, C]; state [K − 1, C] becomes a new tensor holding the window's last rows.
+  Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state) override {
+    Lock lock(mutex_);
+    f32("causal_conv1d: x", x);
+    const int64_t T = x.size(0), C = x.size(1), K = w.size(1);
+    Tensor y = empty({T, C}, DType::F32), next = empty(state.shape(), DType::F32);
+    delta_net_.conv1d(buffer(x), floats(x), whole(w, "a convolution's weights"), whole(state, "a convolution's state"),
+                      buffer(y), buffer(next), T, C, K);
+    state = next;
+    return y;
+  }
+
+  Tensor l2_norm(const Tensor& x, float eps) override {
+    Lock lock(mutex_);
+    f32("l2_norm: x", x);
+    const int64_t D = x.size(-1);
+    Tensor y = empty(x.shape(), DType::F32);
+    norm_.l2(buffer(x), floats(x), buffer(y), 0, x.numel() / D, D, eps);
+    return y;
+  }
+
+  Tensor delta_log_decay(const Tensor& alpha, const Tensor& dt_bias, const Tensor& a) override {
+    Lock lock(mutex_);
+    f32("delta_log_decay: alpha", alpha);
+    Tensor g = empty(alpha.shape(), DType::F32);
+    delta_net_.log_decay(buffer(alpha), floats(alpha), whole(dt_bias, "dt_bias"), whole(a, "ssm_a"), buffer(g),
+                         alpha.numel(), alpha.size(-1));
+    return g;
+  }
+
+  // o [T, Hv, Dv]; state [Hv, Dk, Dv] updated in place, token by token.
+  Tensor gated_delta_rule(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g, const Tensor& beta,
+                          Tensor& state, bool tiled) override {
+    Lock lock(mutex_);
+    for (const Tensor* t : {&q, &k, &v, &g, &beta, static_cast<const Tensor*>(&state)}) f32("gated_delta_rule", *t);
+    const vk::DeltaRuleShape s{
+        .T = q.size(0), .Hk = q.size(1), .Hv = v.size(1), .Dk = q.size(2), .Dv = v.size(2), .tiled = tiled};
+    Tensor o = empty({s.T, s.Hv, s.Dv}, DType::F32);
+    delta_net_.delta_rule(s, buffer(q), floats(q), buffer(k), floats(k), buffer(v), floats(v), buffer(g), floats(g),
+                          buffer(beta), floats(beta), const_cast<vk::Buffer&>(whole(state, "a delta rule's state")),
+                          buffer(o));
+    return o;
+  }
+
  private:
   using Lock = std::lock_guard<std::recursive_mutex>;
 
@@ -336,6 +384,7 @@ class VulkanOps final : public DeviceOps {
   vk::Rope rope_;
   vk::Attention attention_;
   vk::Convert convert_;
+  vk::DeltaNet delta_net_;
   Angles angles_;
 };
 
