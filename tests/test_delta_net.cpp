@@ -43,6 +43,23 @@ Inputs inputs(int64_t T, int64_t Hk, int64_t Hv, int64_t D, uint64_t seed) {
 
 std::span<const float> values(const Tensor& t) { return {t.data(), size_t(t.numel())}; }
 
+kernels::DeltaRuleGeometry geometry(const Inputs& in, HeadMap map) {
+  return {.T = in.q.size(0),
+          .Hk = in.q.size(1),
+          .Hv = in.v.size(1),
+          .Dk = in.q.size(2),
+          .Dv = in.v.size(2),
+          .tiled = map == HeadMap::Tiled};
+}
+
+// The token-by-token recurrence in double from in.state: the output and the final state.
+std::pair<Tensor, Tensor> double_recurrence(const Inputs& in, HeadMap map) {
+  Tensor state = in.state.clone(), o = Tensor::empty(in.v.shape());
+  kernels::reference::gated_delta_rule<double>(geometry(in, map), in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                                               in.beta.data(), state.data_mut(), o.data_mut());
+  return {o, state};
+}
+
 }  // namespace
 
 // 1,000 tokens (16 chunks of 64 and a partial one), both head maps, and Qwen3.5's head size: the
@@ -52,27 +69,21 @@ TEST(DeltaRule, ChunkedFormMatchesTheRecurrenceInDouble) {
   const int64_t T = 1000, Hk = 2, Hv = 4, D = 16;
   for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
     Inputs in = inputs(T, Hk, Hv, D, 7);
-    Tensor want_state = in.state.clone(), want = Tensor::empty({T, Hv, D});
-    const kernels::DeltaRuleGeometry geo{.T = T, .Hk = Hk, .Hv = Hv, .Dk = D, .Dv = D, .tiled = map == HeadMap::Tiled};
-    kernels::reference::gated_delta_rule<double>(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
-                                                 in.beta.data(), want_state.data_mut(), want.data_mut());
+    const auto [want, want_state] = double_recurrence(in, map);
     Tensor state = in.state.clone();
     const Tensor got = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, state, map);
     EXPECT_LE(nmse(values(want), values(got)), 1e-12);
     EXPECT_LE(nmse(values(want_state), values(state)), 1e-12);
     // Chunks of one token are the recurrence itself, in float.
     Tensor one_state = in.state.clone(), one = Tensor::empty({T, Hv, D});
-    kernels::gated_delta_rule(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+    kernels::gated_delta_rule(geometry(in, map), in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
                               one_state.data_mut(), one.data_mut(), 1);
     EXPECT_LE(nmse(values(want), values(one)), 1e-12);
   }
   // Qwen3.5's head size (128) over two chunks of 64 and a tail of 3 tokens (run as the recurrence).
   const int64_t T2 = 131, D2 = 128;
   Inputs in = inputs(T2, 1, 2, D2, 9);
-  Tensor want_state = in.state.clone(), want = Tensor::empty({T2, 2, D2});
-  const kernels::DeltaRuleGeometry geo{.T = T2, .Hk = 1, .Hv = 2, .Dk = D2, .Dv = D2, .tiled = true};
-  kernels::reference::gated_delta_rule<double>(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                                               want_state.data_mut(), want.data_mut());
+  const auto [want, want_state] = double_recurrence(in, HeadMap::Tiled);
   Tensor state = in.state.clone();
   const Tensor got = gated_delta_rule(in.q, in.k, in.v, in.g, in.beta, state, HeadMap::Tiled);
   EXPECT_LE(nmse(values(want), values(got)), 1e-12);
@@ -270,11 +281,8 @@ TEST(DeltaRule, OnVulkanMatchesTheRecurrenceInDouble) {
   REQUIRE_VULKAN();
   const int64_t T = 1000, Hk = 2, Hv = 4, D = 16;
   for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
-    Inputs in = inputs(T, Hk, Hv, D, 7);
-    Tensor want_state = in.state.clone(), want = Tensor::empty({T, Hv, D});
-    const kernels::DeltaRuleGeometry geo{.T = T, .Hk = Hk, .Hv = Hv, .Dk = D, .Dv = D, .tiled = map == HeadMap::Tiled};
-    kernels::reference::gated_delta_rule<double>(geo, in.q.data(), in.k.data(), in.v.data(), in.g.data(),
-                                                 in.beta.data(), want_state.data_mut(), want.data_mut());
+    const Inputs in = inputs(T, Hk, Hv, D, 7);
+    const auto [want, want_state] = double_recurrence(in, map);
     Tensor state = to_device(in.state, kGpu);
     const Tensor got = to_host(gated_delta_rule(to_device(in.q, kGpu), to_device(in.k, kGpu), to_device(in.v, kGpu),
                                                 to_device(in.g, kGpu), to_device(in.beta, kGpu), state, map));
