@@ -11,6 +11,7 @@
 #include "toy/kernels/reference.h"
 #include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/device.h"
+#include "toy/primitives/indexing.h"
 #include "toy/tensor/quant.h"
 
 using namespace toy;
@@ -136,6 +137,37 @@ TEST(Device, LinearRunsOnTheDevice) {
     const double bound = 1.01 * double((K + 63) / 64 + 6) * std::ldexp(1.0, -24) * mag;
     EXPECT_LE(std::fabs(got[size_t(n)] - s), bound) << "row " << n;
   }
+}
+
+// A mixture of experts on the device: an expert's slab of a stacked weight (a view at a byte
+// offset, every block type's unit) gives the bits of the whole expert uploaded alone; scale_rows
+// and scatter_add_rows (repeated rows, a row no source adds to, a host base and host scales) give
+// the CPU's bits.
+TEST(Device, ExpertRowsGiveTheCpuBits) {
+  REQUIRE_DEVICE();
+  NoGrad no_grad;
+  const int64_t E = 3, N = 5, K = 256, M = 4;
+  const Tensor x = Tensor::from({M, K}, uniform(M * K, 3));
+  for (const DType dt : {DType::F32, DType::F16, DType::Q4_0, DType::Q6_K}) {
+    SCOPED_TRACE(name(dt));
+    const Tensor stacked = host_tensor({E, N, K}, dt, uniform(E * N * K, 4));
+    const Tensor on_device = to_device(stacked, kGpu), xd = to_device(x, kGpu);
+    for (int64_t e = 0; e < E; ++e) {
+      const std::vector<float> from_slab = linear(xd, slab(on_device, e)).to_vector();
+      Tensor expert = Tensor::empty({N, K}, dt);  // its bytes, in a tensor of their own
+      std::memcpy(expert.raw_mut(), slab(stacked, e).raw(), expert.nbytes());
+      const std::vector<float> alone = linear(xd, to_device(expert, kGpu)).to_vector();
+      EXPECT_EQ(from_slab, alone) << "expert " << e;
+    }
+  }
+  const Tensor src = Tensor::from({6, 7}, uniform(42, 5)), base = Tensor::from({4, 7}, uniform(28, 6));
+  const Tensor rows = Tensor::from_ids({6}, std::vector<int32_t>{2, 0, 2, 3, 0, 2});  // row 1 gets nothing
+  const Tensor s = Tensor::from({6}, uniform(6, 7));
+  EXPECT_EQ(scale_rows(to_device(src, kGpu), s).to_vector(), scale_rows(src, s).to_vector());
+  EXPECT_EQ(scatter_add_rows(base, rows, to_device(src, kGpu)).to_vector(),
+            scatter_add_rows(base, rows, src).to_vector());
+  EXPECT_EQ(scatter_add_rows(to_device(base, kGpu), rows, to_device(src, kGpu)).to_vector(),
+            scatter_add_rows(base, rows, src).to_vector());
 }
 
 // Tensors of two devices in one op, and a device that is not there, are clear errors.

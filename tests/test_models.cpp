@@ -5,7 +5,6 @@
 // are compared by nmse against the dtype's limit, plus the robust argmax check.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -146,15 +145,8 @@ TEST(Models, MatchLlamaCppReferenceOnVulkan) {
     GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem;
   auto all = cases();
   if (all.empty()) GTEST_SKIP() << "no model fixtures under " << test::fixtures_dir() << " (set TOY_FIXTURES)";
-  // Not on the device yet: MoE routing (olmoe, qwen3next).
-  const std::vector<std::string> not_yet = {"olmoe-", "qwen3next-"};
   int run = 0;
   for (const Case& c : all) {
-    const std::string file = c.model.filename().string();
-    if (std::any_of(not_yet.begin(), not_yet.end(), [&](const std::string& p) { return file.rfind(p, 0) == 0; })) {
-      std::printf("  %-28s not on vulkan:0 yet\n", file.c_str());
-      continue;
-    }
     SCOPED_TRACE(c.model.string() + " on vulkan:0");
     check_model(c, Device::vulkan(0));
     ++run;

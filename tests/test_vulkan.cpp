@@ -325,7 +325,7 @@ TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
   REQUIRE_DEVICE();
   vk::Matvec matvec(*context());
   vk::Buffer w = context()->buffer(1024), x = context()->buffer(1024), y = context()->buffer(4);
-  const std::string e = error_of([&] { matvec(w, DType::Q8_0, x, 0, y, 0, 1, 1, 48); });
+  const std::string e = error_of([&] { matvec(w, 0, DType::Q8_0, x, 0, y, 0, 1, 1, 48); });
   EXPECT_NE(e.find("K=48 is not a multiple of Q8_0's block of 32"), std::string::npos) << e;
 }
 
@@ -369,8 +369,8 @@ TEST(VulkanContext, RecordedDispatchesRunTogetherAtTheDownload) {
     ctx.upload(w1, p1.w.data(), w1.bytes());
     ctx.upload(x, p1.x.data(), x.bytes());
     ctx.upload(w2, p2.w.data(), w2.bytes());
-    matvec(w1, DType::F32, x, 0, mid, 0, 1, N1, K);
-    matvec(w2, DType::F32, mid, 0, out, 0, 1, N2, N1);
+    matvec(w1, 0, DType::F32, x, 0, mid, 0, 1, N1, K);
+    matvec(w2, 0, DType::F32, mid, 0, out, 0, 1, N2, N1);
     EXPECT_EQ(ctx.recorded(), 2u);
   }  // w1, x, w2 and mid go while the work that reads them is only recorded
   std::vector<float> chained(size_t(N2), 0.0f);
@@ -390,7 +390,7 @@ TEST(VulkanContext, UploadsIntoFreshBuffersDoNotSubmit) {
   vk::Buffer w = ctx.buffer(p.w.size()), x = ctx.buffer(K * 4), y = ctx.buffer(N * 4), fresh = ctx.buffer(K * 4);
   ctx.upload(w, p.w.data(), w.bytes());
   ctx.upload(x, p.x.data(), x.bytes());
-  matvec(w, DType::F32, x, 0, y, 0, 1, N, K);
+  matvec(w, 0, DType::F32, x, 0, y, 0, 1, N, K);
   ASSERT_EQ(ctx.recorded(), 1u);
   ctx.upload(fresh, p.x.data(), fresh.bytes());
   EXPECT_EQ(ctx.recorded(), fresh.host_visible() ? 1u : 0u);

@@ -63,6 +63,8 @@ Tensor DeviceOps::attention(const Tensor&, const Tensor&, const Tensor&, const A
   unsupported("attention");
 }
 Tensor DeviceOps::narrow(const Tensor&, int64_t, int64_t) { unsupported("narrow"); }
+Tensor DeviceOps::scale_rows(const Tensor&, const Tensor&) { unsupported("scale_rows"); }
+Tensor DeviceOps::scatter_add_rows(const Tensor&, const Tensor&, const Tensor&) { unsupported("scatter_add_rows"); }
 Tensor DeviceOps::causal_conv1d(const Tensor&, const Tensor&, Tensor&) { unsupported("causal_conv1d"); }
 Tensor DeviceOps::l2_norm(const Tensor&, float) { unsupported("l2_norm"); }
 Tensor DeviceOps::delta_log_decay(const Tensor&, const Tensor&, const Tensor&) { unsupported("delta_log_decay"); }

@@ -47,6 +47,10 @@ class DeviceOps {
   virtual Tensor rope(const Tensor& x, const RopeAngles& angles);
   virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);
   virtual Tensor narrow(const Tensor& x, int64_t begin, int64_t n);
+  // A mixture of experts' rows (indexing.h); s and base may be on the host (the router's weights
+  // and a zero base are made there: routing.cpp routes on the host).
+  virtual Tensor scale_rows(const Tensor& x, const Tensor& s);
+  virtual Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& src);
   // Gated DeltaNet (delta_rule.h); the state tensors live on the device and are updated there.
   virtual Tensor causal_conv1d(const Tensor& x, const Tensor& w, Tensor& state);
   virtual Tensor l2_norm(const Tensor& x, float eps);

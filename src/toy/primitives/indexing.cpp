@@ -122,6 +122,7 @@ Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& sr
   if (src.shape() != Shape{M, D})
     throw ShapeError("scatter_add_rows: src " + to_string(src.shape()) + " for " + str(M) + " rows of " +
                      to_string(base.shape()));
+  if (DeviceOps* d = device_ops(src)) return d->scatter_add_rows(base, rows, src);
   Tensor y = Tensor::empty(base.shape());
   std::memcpy(y.data_mut(), base.data(), base.nbytes());
   kernels::scatter_add_rows(rows.ids(), src.data(), M, D, y.data_mut());
@@ -136,6 +137,7 @@ Tensor scale_rows(const Tensor& x, const Tensor& s) {
   auto [M, D] = x.dims<2>("scale_rows: x");
   if (s.shape() != Shape{M})
     throw ShapeError("scale_rows: scales " + to_string(s.shape()) + " for x " + to_string(x.shape()));
+  if (DeviceOps* d = device_ops(x)) return d->scale_rows(x, s);
   Tensor y = Tensor::empty(x.shape());
   kernels::scale_rows(x.data(), s.data(), M, D, y.data_mut());
   if (needs_grad({&x, &s}))

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "toy/kernels/kernels.h"
+#include "toy/primitives/device.h"
 #include "toy/primitives/indexing.h"
 
 namespace toy {
@@ -50,6 +51,9 @@ Tensor top_k(const Tensor& x, int64_t k) {
 }
 
 MoeRoute moe_route(const Tensor& logits, int64_t k) {
+  // Logits on a device are routed on the host: the chosen experts decide which weights the next
+  // products read, and those are recorded from the host (N·E floats come back per layer).
+  if (!logits.device().is_cpu()) return moe_route(to_host(logits), k);
   auto [N, E] = logits.dims<2>("moe_route: logits");
   Tensor p = softmax(logits);   // [N, E]
   Tensor expert = top_k(p, k);  // I32 [N, k]

@@ -21,6 +21,7 @@ layout(push_constant) uniform Push {
   uint K;         // columns of W, the length of a row of x
   uint x_off;     // where x starts: in floats, or in bytes for blocks
   uint y_off;     // where y starts, in floats
+  uint w_off;     // where W starts: in its elements (F32, F16, BF16), or in bytes for blocks (an expert's slab)
   uint has_bias;  // b holds N floats to add (else y is bound in its place, unread)
 } p;
 #if defined(WT_Q8_0) || defined(WT_Q4_0) || defined(WT_Q5_0)
@@ -43,18 +44,18 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };  // [M, K], rounde
 #endif
 #if defined(WT_F32)
 layout(std430, binding = 1) readonly buffer W { float w[]; };  // [N, K]
-float weight(uint i) { return w[i]; }
+float weight(uint i) { return w[p.w_off + i]; }
 #elif defined(WT_F16)
 layout(std430, binding = 1) readonly buffer W { float16_t w[]; };  // [N, K]
-float weight(uint i) { return float(w[i]); }
+float weight(uint i) { return float(w[p.w_off + i]); }
 #elif defined(WT_BF16)
 layout(std430, binding = 1) readonly buffer W { uint16_t w[]; };  // [N, K]: the high half of an f32
-float weight(uint i) { return uintBitsToFloat(uint(w[i]) << 16); }
+float weight(uint i) { return uintBitsToFloat(uint(w[p.w_off + i]) << 16); }
 #else  // a block type: blocks.glsl decodes it
 layout(std430, binding = 1) readonly buffer W { uint8_t wq[]; };  // [N, K / kBlockValues] blocks
 #include "blocks.glsl"
 #if defined(WT_Q4_1) || defined(WT_Q5_1)  // f32 activations: each weight dequantized as the CPU does
-float weight(uint i) { return value_of((i / 32) * kBlockBytes, i % 32); }
+float weight(uint i) { return value_of(p.w_off + (i / 32) * kBlockBytes, i % 32); }
 #endif
 #endif
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };  // [M, N]
@@ -71,7 +72,7 @@ void main() {
 #if defined(Q8_0_FAMILY)
   const uint nb = p.K / 32;
   for (uint i = t; i < nb; i += 64) {
-    const uint ox = p.x_off + (m * nb + i) * 34, ow = (n * nb + i) * kBlockBytes;
+    const uint ox = p.x_off + (m * nb + i) * 34, ow = p.w_off + (n * nb + i) * kBlockBytes;
     int dot = 0;  // |dot| ≤ 32·127·127 < 2²⁴: exact, and exact as a float
     for (uint j = 0; j < 32; ++j) dot += int(xq[ox + 2 + j]) * q_of(ow, j);
     s = fma(float(dot), scale_x(ox) * half_at(ow), s);  // a half times a half: exact in f32
@@ -82,7 +83,7 @@ void main() {
   // in magnitude, so exact as floats. Each is added with one fma: s += (d_x·d)·dot − (d_x·dmin)·mins.
   const uint nsub = p.K / 32, nsb = p.K / 256;
   for (uint u = t; u < nsub; u += 64) {
-    const uint i = u / 8, sub = u % 8, ox = p.x_off / 4 + (m * nsb + i) * 73, ow = (n * nsb + i) * kBlockBytes;
+    const uint i = u / 8, sub = u % 8, ox = p.x_off / 4 + (m * nsb + i) * 73, ow = p.w_off + (n * nsb + i) * kBlockBytes;
     const float dx = uintBitsToFloat(xw[ox]);
     int dot = 0;
 #if defined(WT_Q6_K)
@@ -100,7 +101,7 @@ void main() {
 #endif
   }
 #else
-  const uint xb = p.x_off + m * p.K, wb = n * p.K;
+  const uint xb = p.x_off + m * p.K, wb = n * p.K;  // weight() adds w_off
   for (uint k = t; k < p.K; k += 64) s = fma(weight(wb + k), x[xb + k], s);
 #endif
   partial[t] = s;

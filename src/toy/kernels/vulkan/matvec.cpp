@@ -13,7 +13,7 @@ namespace toy::kernels::vulkan {
 
 namespace {
 struct Push {  // matvec.comp's push constants
-  uint32_t N, K, x_off, y_off, has_bias;
+  uint32_t N, K, x_off, y_off, w_off, has_bias;
 };
 constexpr int64_t kMaxGroups = 65535;  // per dimension, the least every device allows
 
@@ -34,8 +34,8 @@ uint64_t x_bytes(DType wt, int64_t K) {
   return a == DType::Q8_0 || a == DType::Q8_K ? uint64_t(row_bytes(a, K)) : uint64_t(K) * 4;
 }
 
-void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off,
-                        int64_t M, int64_t N, int64_t K, const Buffer* b) {
+void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer& x, uint64_t x_off, Buffer& y,
+                        uint64_t y_off, int64_t M, int64_t N, int64_t K, const Buffer* b) {
   const Pipeline& p = pipelines_(wt, "matvec");
   if (M < 1 || N < 1 || K < 1 || M > kMaxGroups || N > kMaxGroups * kMaxGroups || K > int64_t(UINT32_MAX) / N ||
       M > int64_t(UINT32_MAX) / N)
@@ -48,12 +48,21 @@ void Matvec::operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_o
   const DType a = activation_dtype(wt);
   const bool q8_0 = a == DType::Q8_0;  // x in blocks of 34 bytes, at any byte; else in words
   if (!q8_0 && x_off % 4) throw Error("vulkan: matvec: x at byte " + std::to_string(x_off) + ", not a word");
-  if (w.bytes() < uint64_t(row_bytes(wt, K) * N) || x_off > UINT32_MAX || x.bytes() < x_off + row * uint64_t(M))
+  // W's offset in the shader's unit: bytes for blocks, else elements (a whole number of them).
+  const uint64_t w_unit = info(wt).block_size > 1 ? 1 : uint64_t(info(wt).type_size);
+  if (w_off % w_unit)
+    throw Error("vulkan: matvec: W at byte " + std::to_string(w_off) + ", not a " + std::string(name(wt)) + " value");
+  if (w_off > UINT32_MAX || w.bytes() < w_off + uint64_t(row_bytes(wt, K) * N) || x_off > UINT32_MAX ||
+      x.bytes() < x_off + row * uint64_t(M))
     throw Error("vulkan: matvec: a buffer is smaller than M=" + std::to_string(M) + " N=" + std::to_string(N) +
                 " K=" + std::to_string(K) + " needs");
   check_view("matvec", "y", y, y_off, uint64_t(M * N));
   if (b) check_view("matvec", "b", *b, 0, uint64_t(N));
-  const Push push{uint32_t(N), uint32_t(K), uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4), uint32_t(y_off),
+  const Push push{uint32_t(N),
+                  uint32_t(K),
+                  uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4),
+                  uint32_t(y_off),
+                  uint32_t(w_off / w_unit),
                   b ? 1u : 0u};
   const std::array<const Buffer*, 4> buffers{&x, &w, &y, b ? b : &y};
   const Groups g = groups("matvec", uint64_t(N));  // one workgroup per (n, m)
@@ -79,7 +88,7 @@ std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x,
   ctx.upload(bx, xr.data(), xr.size());
   Buffer bb = ctx.buffer(b ? uint64_t(N) * 4 : 4);
   if (b) ctx.upload(bb, b, uint64_t(N) * 4);
-  Matvec{ctx}(bw, wt, bx, 0, by, 0, M, N, K, b ? &bb : nullptr);
+  Matvec{ctx}(bw, 0, wt, bx, 0, by, 0, M, N, K, b ? &bb : nullptr);
   ctx.download(by, y.data(), by.bytes());
   return y;
 }

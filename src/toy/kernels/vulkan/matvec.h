@@ -18,12 +18,12 @@ class Matvec {
  public:
   explicit Matvec(Context& ctx);
   // y[m, n] = W[n, :] · x[m, :] (+ b[n]) for m < M, n < N: w holds N rows of K values in dtype wt
-  // as a GGUF file stores them; x holds M rows rounded to activation_dtype(wt) (kernels.h) from
+  // from byte w_off (an expert's slab of a stacked tensor) as a GGUF file stores them; x holds M rows rounded to activation_dtype(wt) (kernels.h) from
   // byte x_off, each x_bytes(wt, K) bytes (quantize.h makes them); y gets M·N floats from float
   // y_off; b, when given, N floats. Throws Error for a dtype without a shader, a shape out of range
   // or buffers too small for it.
-  void operator()(const Buffer& w, DType wt, const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off, int64_t M,
-                  int64_t N, int64_t K, const Buffer* b = nullptr);
+  void operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer& x, uint64_t x_off, Buffer& y, uint64_t y_off,
+                  int64_t M, int64_t N, int64_t K, const Buffer* b = nullptr);
 
  private:
   Context& ctx_;

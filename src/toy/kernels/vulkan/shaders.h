@@ -48,4 +48,6 @@ extern const std::span<const uint32_t> attention_f16;         // attention.comp 
 extern const std::span<const uint32_t> delta_net_conv1d;      // delta_net.comp -DCONV1D
 extern const std::span<const uint32_t> delta_net_log_decay;   // delta_net.comp -DLOG_DECAY
 extern const std::span<const uint32_t> delta_net_delta_rule;  // delta_net.comp -DDELTA_RULE
+extern const std::span<const uint32_t> rows_scale;            // rows.comp -DSCALE
+extern const std::span<const uint32_t> rows_scatter_add;      // rows.comp -DSCATTER_ADD
 }  // namespace toy::kernels::vulkan::spirv

@@ -17,6 +17,7 @@
 #include "toy/kernels/vulkan/norm.h"
 #include "toy/kernels/vulkan/quantize.h"
 #include "toy/kernels/vulkan/rope.h"
+#include "toy/kernels/vulkan/rows.h"
 #include "toy/primitives/device.h"
 #include "toy/tensor/quant.h"
 
@@ -50,7 +51,8 @@ class VulkanOps final : public DeviceOps {
         rope_(*ctx_),
         attention_(*ctx_),
         convert_(*ctx_),
-        delta_net_(*ctx_) {}
+        delta_net_(*ctx_),
+        rows_(*ctx_) {}
 
   Device device() const override { return Device::vulkan(index_); }
   std::string name() const override { return to_string(device()) + " (" + ctx_->name() + ")"; }
@@ -131,13 +133,14 @@ class VulkanOps final : public DeviceOps {
     Tensor y = empty(out, DType::F32);
     if (M == 0) return y;
     const vk::Buffer* bias = b.defined() ? &whole(b, "a bias") : nullptr;
-    const vk::Buffer& w = whole(W, "a weight");
+    const vk::Buffer& w = buffer(W);  // at its byte offset: an expert's slab of a stacked tensor
+    const uint64_t w_off = W.impl()->offset;
     if (vk::Quantize::rounds(W.dtype())) {
       vk::Buffer xq = ctx_->buffer(vk::x_bytes(W.dtype(), K) * uint64_t(M));
       quantize_(W.dtype(), buffer(x), floats(x), xq, M, K);
-      matvec_(w, W.dtype(), xq, 0, buffer(y), 0, M, N, K, bias);
+      matvec_(w, w_off, W.dtype(), xq, 0, buffer(y), 0, M, N, K, bias);
     } else {
-      matvec_(w, W.dtype(), buffer(x), x.impl()->offset, buffer(y), 0, M, N, K, bias);
+      matvec_(w, w_off, W.dtype(), buffer(x), x.impl()->offset, buffer(y), 0, M, N, K, bias);
     }
     return y;
   }
@@ -169,6 +172,27 @@ class VulkanOps final : public DeviceOps {
     out.back() = n;
     Tensor y = empty(out, DType::F32);
     convert_.rows(buffer(x), floats(x) + uint64_t(begin), uint64_t(C), buffer(y), DType::F32, 0, uint64_t(n), R, n);
+    return y;
+  }
+
+  // y [M, D] = s[m]·x[m, :]: the router's weights (made on the host) go up first.
+  Tensor scale_rows(const Tensor& x, const Tensor& s) override {
+    Lock lock(mutex_);
+    f32("scale_rows: x", x);
+    const Tensor sd = on_this(s);
+    Tensor y = empty(x.shape(), DType::F32);
+    rows_.scale(buffer(x), floats(x), buffer(sd), floats(sd), buffer(y), x.size(0), x.size(1));
+    return y;
+  }
+
+  // base + src's rows added into rows `rows` (host ids, checked by scatter_add_rows).
+  Tensor scatter_add_rows(const Tensor& base, const Tensor& rows, const Tensor& src) override {
+    Lock lock(mutex_);
+    f32("scatter_add_rows: src", src);
+    const Tensor bd = on_this(base);
+    Tensor y = empty(base.shape(), DType::F32);
+    rows_.scatter_add(buffer(bd), floats(bd), rows.ids(), buffer(src), floats(src), buffer(y), base.size(0),
+                      src.size(0), src.size(1));
     return y;
   }
 
@@ -338,6 +362,13 @@ class VulkanOps final : public DeviceOps {
     return y;
   }
 
+  // t on this device: uploaded where it is on the host (an F32 tensor the host made).
+  Tensor on_this(const Tensor& t) {
+    if (!t.device().is_cpu()) return t;
+    f32("a host operand", t);
+    return upload(t);
+  }
+
   static void f32(const char* what, const Tensor& t) {
     if (t.dtype() != DType::F32)
       throw ShapeError(std::string(what) + " is " + std::string(toy::name(t.dtype())) + " on the device, not F32");
@@ -385,6 +416,7 @@ class VulkanOps final : public DeviceOps {
   vk::Attention attention_;
   vk::Convert convert_;
   vk::DeltaNet delta_net_;
+  vk::Rows rows_;
   Angles angles_;
 };
 
