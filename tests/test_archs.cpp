@@ -23,6 +23,7 @@
 #include "toy/blocks/moe.h"
 #include "toy/engines/decode.h"
 #include "toy/engines/train.h"
+#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/indexing.h"
 #include "toy/primitives/routing.h"
 
@@ -96,26 +97,40 @@ std::string rewrite(const fs::path& in, const std::string& name, const std::func
 
 // 200 positions is longer than gemma2's window of 8, so the window is exercised far past its
 // edge; the chunked run crosses the window with the KV cache at every possible offset.
-TEST(LongReference, OneBatchAndThroughTheCache) {
+namespace {
+void check_long_references(Device device) {
   int run = 0;
   for (const fs::path& p : test::fixture_files("models", ".json")) {
     const std::string name = p.filename().string();
     if (name.size() < 14 || name.substr(name.size() - 14) != ".long.ref.json") continue;
     const LongRef ref = read_long(p);
     if (!supported(ref.arch)) continue;
-    SCOPED_TRACE(name);
+    SCOPED_TRACE(name + " on " + to_string(device));
     const fs::path model_path = p.parent_path() / name.substr(0, name.size() - 14);
     auto model = load(model_path);
+    model->to(device);
     const double batch = nmse(ref.logits, forward_batch(*model, ref.tokens));
     const double chunked = nmse(ref.logits, forward_chunked(*model, ref.tokens, {37, 1, 5, 1, 1, 12, 3}));
     EXPECT_LE(batch, 1e-8);
     EXPECT_LE(chunked, 1e-8);
-    std::printf("  %-28s %-7s 200 rows: one batch nmse %.2e, through the cache %.2e\n", model_path.filename().c_str(),
-                ref.arch.c_str(), batch, chunked);
+    std::printf("  %-28s %-7s %-8s 200 rows: one batch nmse %.2e, through the cache %.2e\n",
+                model_path.filename().c_str(), ref.arch.c_str(), to_string(device).c_str(), batch, chunked);
     ++run;
   }
   if (run == 0) GTEST_SKIP() << "no long references under " << test::fixtures_dir();
 }
+}  // namespace
+
+TEST(LongReference, OneBatchAndThroughTheCache) { check_long_references(Device::cpu()); }
+
+#ifdef TOY_VULKAN
+// The same on vulkan:0 (lavapipe in CI), the same limits.
+TEST(LongReference, OnVulkanOneBatchAndThroughTheCache) {
+  if (kernels::vulkan::list_devices().devices.empty())
+    GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem;
+  check_long_references(Device::vulkan(0));
+}
+#endif
 
 // --- KV cache ------------------------------------------------------------------------------
 
