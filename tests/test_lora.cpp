@@ -14,6 +14,7 @@
 #include "helpers.h"
 #include "toy/archs/lora.h"
 #include "toy/engines/decode.h"
+#include "toy/kernels/vulkan/devices.h"
 #include "toy/tokenizer/tokenizer.h"
 #include "train_helpers.h"
 
@@ -49,38 +50,68 @@ std::vector<float> eval_logits(const std::string& base, const std::string& ids, 
   return read_f32(out);
 }
 
+// The reference's trained adapter: its base, the adapter, the 49 tokens and the logits PyTorch
+// computed for base + adapter. Skips the calling test where a fixture is absent.
+struct TrainedAdapter {
+  fs::path base, adapter;
+  std::string ids;
+  std::vector<float> want;
+};
+void load_trained_adapter(TrainedAdapter& t) {
+  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
+  TOY_REQUIRE_FIXTURE(adapter, "train/lora-smollm2-final.gguf");
+  TOY_REQUIRE_FIXTURE(want_path, "train/lora-smollm2-final.logits.f32");
+  TOY_REQUIRE_FIXTURE(ref_path, "train/lora-smollm2-adamw.json");
+  const json ref = json::parse(test::read_text(ref_path));
+  t = {.base = base,
+       .adapter = adapter,
+       .ids = join(ref["final_logits"]["tokens"].get<std::vector<int>>()),
+       .want = read_f32(want_path)};
+  ASSERT_EQ(t.want.size(), 49u * 512u);
+}
+
 }  // namespace
 
 // The trained adapter of the reference, applied unmerged: the logits PyTorch computed for base +
 // adapter, at the F32 tolerance of the model tests (nmse 1e-8). --lora-scaled FILE 0 is the base;
 // the adapter is not a no-op (the reference says nmse 3.4e-2 from the base).
 TEST(Lora, EvalWithAdapterMatchesPyTorch) {
-  TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
-  TOY_REQUIRE_FIXTURE(adapter, "train/lora-smollm2-final.gguf");
-  TOY_REQUIRE_FIXTURE(want_path, "train/lora-smollm2-final.logits.f32");
-  TOY_REQUIRE_FIXTURE(ref_path, "train/lora-smollm2-adamw.json");
-  const json ref = json::parse(test::read_text(ref_path));
-  const std::string ids = join(ref["final_logits"]["tokens"].get<std::vector<int>>());
-  const std::vector<float> want = read_f32(want_path);
-  ASSERT_EQ(want.size(), 49u * 512u);
-
-  const std::vector<float> got = eval_logits(base, ids, "--lora " + adapter.string());
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_LE(test::nmse(want, got), 1e-8);
+  TrainedAdapter t;
+  load_trained_adapter(t);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::vector<float> got = eval_logits(t.base, t.ids, "--lora " + t.adapter.string());
+  ASSERT_EQ(got.size(), t.want.size());
+  EXPECT_LE(test::nmse(t.want, got), 1e-8);
 
   // Merged into the weights (toy export): the same logits as the adapter applied at run time.
   const std::string merged = tmp("merged.gguf");
-  const auto e = run_toy("export " + base.string() + " --lora " + adapter.string() + " -o " + merged);
+  const auto e = run_toy("export " + t.base.string() + " --lora " + t.adapter.string() + " -o " + merged);
   ASSERT_EQ(e.code, 0) << e.err;
-  const std::vector<float> from_merged = eval_logits(merged, ids, "");
+  const std::vector<float> from_merged = eval_logits(merged, t.ids, "");
   EXPECT_LE(test::nmse(got, from_merged), 1e-12);
-  EXPECT_LE(test::nmse(want, from_merged), 1e-8);
+  EXPECT_LE(test::nmse(t.want, from_merged), 1e-8);
 
-  const std::vector<float> zero = eval_logits(base, ids, "--lora-scaled " + adapter.string() + " 0");
-  const std::vector<float> plain = eval_logits(base, ids, "");
+  const std::vector<float> zero = eval_logits(t.base, t.ids, "--lora-scaled " + t.adapter.string() + " 0");
+  const std::vector<float> plain = eval_logits(t.base, t.ids, "");
   EXPECT_EQ(zero, plain);
-  EXPECT_GT(test::nmse(want, plain), 1e-2);
+  EXPECT_GT(test::nmse(t.want, plain), 1e-2);
 }
+
+#ifdef TOY_VULKAN
+// The same adapter at run time on vulkan:0 (lavapipe in CI): the adapters go to the device with
+// their weights, and the logits hold the same limit against PyTorch's.
+TEST(Lora, EvalWithAdapterOnVulkanMatchesPyTorch) {
+  if (kernels::vulkan::list_devices().devices.empty())
+    GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem;
+  TrainedAdapter t;
+  load_trained_adapter(t);
+  if (IsSkipped() || HasFatalFailure()) return;
+  const std::vector<float> got = eval_logits(t.base, t.ids, "--lora " + t.adapter.string() + " --device vulkan");
+  ASSERT_EQ(got.size(), t.want.size());
+  EXPECT_LE(test::nmse(t.want, got), 1e-8);
+  EXPECT_GT(test::nmse(t.want, eval_logits(t.base, t.ids, "--device vulkan")), 1e-2);  // the adapter is applied
+}
+#endif
 
 // linear() on a weight that carries low-rank terms: x·Wᵀ + Σ s·(x·Aᵀ)·Bᵀ, the same as the merged
 // weight (archs/lora merged_weight), with gradients for x, A and B against finite differences and
@@ -189,7 +220,8 @@ TEST(Lora, NonFiniteAdaptersAreRefused) {
     } catch (const gguf::GgufError& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
-    const std::string merged = tmp("merged.gguf");
+    const std::string merged = tmp("merged-nonfinite.gguf");
+    fs::remove(merged);
     for (const std::string& command :
          {"eval " + base.string() + " --ids 1,2,3", "infer " + base.string() + " --ids 1 -n 1",
           "export " + base.string() + " -o " + merged}) {

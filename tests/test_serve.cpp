@@ -2523,37 +2523,43 @@ TEST(ServeTools, ForcedCallsInEveryTemplateFormat) {
 // The official OpenAI SDK (node), installed into the build tree on first use.
 
 namespace {
-// Runs tests/serve/sdk_test.mjs against `toy serve MODEL --name smol --parallel 4 EXTRA`.
-void run_sdk_test(const std::string& extra) {
+// Runs tests/serve/sdk_test.mjs against `toy serve MODEL --name smol --parallel 4 EXTRA`. The SDK
+// is installed once into build/serve_sdk under a lock (ctest runs the CPU and the device variants
+// at once); each variant runs its script and writes its log in its own folder below, where node
+// finds the shared node_modules one level up.
+void run_sdk_test(const std::string& label, const std::string& extra) {
   TOY_REQUIRE_FIXTURE(model, kModel);
-  if (std::system("node --version >/dev/null 2>&1") != 0 || std::system("npm --version >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "node and npm are needed for the OpenAI SDK test";
+  if (std::system("node --version >/dev/null 2>&1") != 0 || std::system("npm --version >/dev/null 2>&1") != 0 ||
+      std::system("flock --version >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "node, npm and flock are needed for the OpenAI SDK test";
   const fs::path dir = fs::path(TOY_BINARY_DIR) / "serve_sdk";
-  fs::create_directories(dir);
-  for (const char* f : {"package.json", "sdk_test.mjs"})
-    fs::copy_file(fs::path(TOY_SOURCE_DIR) / "tests" / "serve" / f, dir / f, fs::copy_options::overwrite_existing);
-  if (!fs::exists(dir / "node_modules" / "openai" / "package.json")) {
-    const std::string cmd = "cd " + dir.string() + " && timeout 300 npm install --no-audit --no-fund >npm.log 2>&1";
-    if (std::system(cmd.c_str()) != 0)
-      GTEST_SKIP() << "npm install openai failed (no registry access?): see " << (dir / "npm.log").string();
-  }
+  const fs::path run = dir / label;
+  fs::create_directories(run);
+  const std::string install = "cd " + dir.string() + " && flock npm.lock sh -c 'cp " +
+                              (fs::path(TOY_SOURCE_DIR) / "tests" / "serve" / "package.json").string() +
+                              " . && { [ -f node_modules/openai/package.json ] || timeout 300 npm install --no-audit "
+                              "--no-fund >npm.log 2>&1; }'";
+  if (std::system(install.c_str()) != 0)
+    GTEST_SKIP() << "npm install openai failed (no registry access?): see " << (dir / "npm.log").string();
+  fs::copy_file(fs::path(TOY_SOURCE_DIR) / "tests" / "serve" / "sdk_test.mjs", run / "sdk_test.mjs",
+                fs::copy_options::overwrite_existing);
   ServerProcess s(model.string(), "--name smol --parallel 4" + extra);
   ASSERT_NE(s.port(), 0) << s.log();
   const auto r = std::system(
-      ("cd " + dir.string() + " && timeout 300 node sdk_test.mjs " + s.url() + "/v1 smol >sdk.log 2>&1").c_str());
-  const std::string out = toy::test::read_text(dir / "sdk.log");
+      ("cd " + run.string() + " && timeout 300 node sdk_test.mjs " + s.url() + "/v1 smol >sdk.log 2>&1").c_str());
+  const std::string out = toy::test::read_text(run / "sdk.log");
   EXPECT_EQ(r, 0) << out << "\nserver log:\n" << s.log();
   EXPECT_NE(out.find("checks passed"), std::string::npos) << out;
 }
 }  // namespace
 
-TEST(ServeSdk, OfficialOpenAINodeSdk) { run_sdk_test(""); }
+TEST(ServeSdk, OfficialOpenAINodeSdk) { run_sdk_test("cpu", ""); }
 
 #ifdef TOY_VULKAN
 // The same checks with the model on vulkan:0 (lavapipe in CI), four slots decoding in one batch.
 TEST(ServeSdk, OfficialOpenAINodeSdkOnVulkan) {
   if (toy::kernels::vulkan::list_devices().devices.empty())
     GTEST_SKIP() << "no Vulkan device: " << toy::kernels::vulkan::list_devices().problem;
-  run_sdk_test(" --device vulkan");
+  run_sdk_test("vulkan", " --device vulkan");
 }
 #endif

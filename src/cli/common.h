@@ -58,7 +58,7 @@ DType kv_type(const Args& a);
 // A malformed name is a UsageError; -ngl 0 with a device is a UsageError (the two contradict).
 Device chosen_device(const Args& a);
 // Moves `m` to chosen_device(a), saying so on stderr when it is not the CPU. A device that cannot
-// be had (no loader, no device N, too little memory, LoRA adapters) raises DeviceError (exit 5).
+// be had (no loader, no device N, too little memory) raises DeviceError (exit 5).
 void place_model(const Args& a, Model& m);
 
 // `text` made safe to print on a terminal: control characters (C0, DEL, C1; with `multiline`,

@@ -208,10 +208,13 @@ void Model::to(Device d) {
   if (d == device_) return;
   std::vector<Tensor> moved;  // every parameter on d before any is replaced: a failure leaves the model as it was
   for_each_param([&](Tensor& t) {
-    if (t.impl()->low_rank)
-      throw DeviceError("toy cannot move LoRA adapters to " + to_string(d) + " yet (" + t.name() +
-                        "): merge them first (toy export --lora), or run on the CPU");
-    moved.push_back(to_device(t, d));
+    Tensor m = to_device(t, d);
+    if (const auto& lr = t.impl()->low_rank) {  // LoRA adapters go with their weight
+      LowRank on_d = *lr;
+      for (LowRankTerm& term : on_d.terms) term.A = to_device(term.A, d), term.B = to_device(term.B, d);
+      m = with_low_rank(m, std::move(on_d));
+    }
+    moved.push_back(m);
   });
   size_t i = 0;
   for_each_param([&](Tensor& t) { t = moved[i++]; });

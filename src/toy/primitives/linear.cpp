@@ -93,7 +93,11 @@ std::vector<Tensor> linears(const Tensor& x, const std::vector<Tensor>& Ws, cons
 }
 
 Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) {
-  if (DeviceOps* d = device_ops(x)) return d->linear(x, W, b);
+  if (DeviceOps* d = device_ops(x)) {  // the backend's product, then the low-rank terms through the primitives
+    const Tensor y = d->linear(x, W, b);
+    const LowRank* lr = low_rank_of(W);
+    return lr ? add_low_rank(y, x, *lr) : y;
+  }
   Tensor y = linear_output(x, W, b);
   const int64_t N = y.size(-1), K = x.size(-1), M = x.numel() / K;
   kernels::matmul_wt(x.data(), W.raw(), W.dtype(), y.data_mut(), M, N, K);

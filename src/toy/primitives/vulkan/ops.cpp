@@ -115,7 +115,8 @@ class VulkanOps final : public DeviceOps {
   // --- projections ---
 
   // y [M, N] = x [M, K] · W [N, K]ᵀ (+ b): x rounded as the CPU rounds it for W's dtype (quantize.h),
-  // then one matrix-vector product per row, W read in its dtype as stored.
+  // then one matrix-vector product per row, W read in its dtype as stored. W's low-rank terms
+  // (LoRA) are not this op's: linear() adds them with the device's ops.
   Tensor linear(const Tensor& x, const Tensor& W, const Tensor& b) override {
     Lock lock(mutex_);
     auto [N, K] = W.dims<2>("linear: W");
@@ -124,7 +125,6 @@ class VulkanOps final : public DeviceOps {
     if (b.defined() && b.numel() != N)
       throw ShapeError("linear: bias " + to_string(b.shape()) + " for W " + to_string(W.shape()) + " (" + W.name() +
                        ")");
-    if (W.impl()->low_rank) unsupported("LoRA adapters (merge them first: toy export --lora)");
     if (!vk::has_matvec(W.dtype())) unsupported(std::string(toy::name(W.dtype())) + " weights (" + W.name() + ")");
     f32("linear: x", x);
     const int64_t M = x.numel() / K;
