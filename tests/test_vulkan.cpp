@@ -272,6 +272,7 @@ TEST(VulkanMatvec, F32MatchesTheReferenceAndTheCpuKernel) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 63}, {7, 64}, {9, 301}, {3, 4099}})
     check_matvec(DType::F32, 1, N, K);
   check_matvec(DType::F32, 5, 9, 301);
+  check_matvec(DType::F32, 11, 9, 301);
   check_matvec(DType::F32, 3, 7, 64, true);
 }
 
@@ -303,6 +304,7 @@ TEST(VulkanMatvec, Q4_0MatchesTheReferenceAndTheCpuKernel) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
     check_matvec(DType::Q4_0, 1, N, K);
   check_matvec(DType::Q4_0, 6, 7, 96, true);
+  check_matvec(DType::Q4_0, 11, 7, 96);
 }
 
 // The other block types: Q5_0 against Q8_0 blocks of x; Q4_1 and Q5_1 against f32 x (each weight
@@ -318,6 +320,7 @@ TEST(VulkanMatvec, OtherBlockTypesMatchTheReferenceAndTheCpuKernel) {
     for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 256}, {7, 512}, {5, 2304}, {3, 4352}})
       check_matvec(wt, 1, N, K);
     check_matvec(wt, 4, 5, 768, true);
+    check_matvec(wt, 10, 5, 768);
   }
 }
 
@@ -330,18 +333,24 @@ TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
 }
 
 // Two runs of the same product give the same bits (no atomics, a fixed reduction order), and a
-// row's bits do not depend on the other rows of the batch.
+// row's bits do not depend on the other rows of the batch: of 19 rows, each row alone, or rows
+// 5 … 14 as a batch of their own, give its bits (exact speculative decoding rests on this).
 TEST(VulkanMatvec, TwoRunsGiveTheSameBitsWhateverTheBatch) {
   REQUIRE_DEVICE();
   for (const DType wt :
        {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
-    const int64_t K = 2304;
-    const Problem pb(wt, 33, K, 3);
-    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, K),
-                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), 3, 33, K),
-                             one = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + K, 1, 33, K);
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << toy::name(wt);
-    EXPECT_EQ(0, std::memcmp(a.data() + 33, one.data(), one.size() * sizeof(float))) << toy::name(wt);
+    SCOPED_TRACE(toy::name(wt));
+    const int64_t K = 2304, N = 33, M = 19;
+    const Problem pb(wt, N, K, M);
+    const std::vector<float> a = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), M, N, K),
+                             b = vk::matvec(*context(), pb.w.data(), wt, pb.x.data(), M, N, K),
+                             some = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + 5 * K, 10, N, K);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(a.data() + 5 * N, some.data(), some.size() * sizeof(float)));
+    for (const int64_t m : {0, 7, 8, 18}) {
+      const std::vector<float> one = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + m * K, 1, N, K);
+      EXPECT_EQ(0, std::memcmp(a.data() + m * N, one.data(), one.size() * sizeof(float))) << "row " << m;
+    }
   }
 }
 
