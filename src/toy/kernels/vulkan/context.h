@@ -72,8 +72,10 @@ class Pipeline {
 };
 
 struct ContextOptions {
-  // How long a submission may take before it is an Error (lavapipe runs shaders on the CPU).
-  std::chrono::milliseconds timeout{60'000};
+  // How long a submission may take before it is an Error: a hung device still ends, while a
+  // forward pass of a long prompt on lavapipe, which runs shaders on the CPU, takes minutes (a
+  // 32-token prompt of a SmolLM2-135M-shaped Q8_0 file passed 60 s on 2 cores).
+  std::chrono::milliseconds timeout{600'000};
   // Upload and download through a staging buffer even where the memory is host-visible: the path
   // a discrete GPU takes, for its test on lavapipe.
   bool always_stage = false;
