@@ -1,5 +1,5 @@
-// tests/helpers.h — what many test files share: random inputs, the normalized error, and the
-// gradient check by central finite differences.
+// tests/helpers.h — what many test files share: random inputs, the normalized error, the
+// gradient check by central finite differences, and the skip where no Vulkan device is.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,8 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tensor/tensor.h"
+
+// Skips the test where the Vulkan loader offers no device (or toy was built without Vulkan),
+// with the loader's reason.
+#define TOY_REQUIRE_VULKAN()                                  \
+  if (::toy::kernels::vulkan::list_devices().devices.empty()) \
+  GTEST_SKIP() << "no Vulkan device: " << ::toy::kernels::vulkan::list_devices().problem
 
 namespace toy::test {
 

@@ -23,7 +23,6 @@
 #include "toy/blocks/moe.h"
 #include "toy/engines/decode.h"
 #include "toy/engines/train.h"
-#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/indexing.h"
 #include "toy/primitives/routing.h"
 
@@ -95,9 +94,9 @@ std::string rewrite(const fs::path& in, const std::string& name, const std::func
 
 // --- long references -----------------------------------------------------------------------
 
+namespace {
 // 200 positions is longer than gemma2's window of 8, so the window is exercised far past its
 // edge; the chunked run crosses the window with the KV cache at every possible offset.
-namespace {
 void check_long_references(Device device) {
   int run = 0;
   for (const fs::path& p : test::fixture_files("models", ".json")) {
@@ -126,8 +125,7 @@ TEST(LongReference, OneBatchAndThroughTheCache) { check_long_references(Device::
 #ifdef TOY_VULKAN
 // The same on vulkan:0 (lavapipe in CI), the same limits.
 TEST(LongReference, OnVulkanOneBatchAndThroughTheCache) {
-  if (kernels::vulkan::list_devices().devices.empty())
-    GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem;
+  TOY_REQUIRE_VULKAN();
   check_long_references(Device::vulkan(0));
 }
 #endif

@@ -14,7 +14,6 @@
 #include "toy/engines/decode.h"
 #include "toy/kernels/delta_net_grad.h"
 #include "toy/kernels/reference.h"
-#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/delta_rule.h"
 #include "toy/primitives/device.h"
 
@@ -254,14 +253,11 @@ TEST(DeltaNet, TheStateIsTheLayersCache) {
 // log and exp) hold float32 precision against their double references, the log's absolute error
 // within [0.5, 2] (2⁻²¹, Vulkan's promise) included.
 namespace {
-#define REQUIRE_VULKAN()                               \
-  if (kernels::vulkan::list_devices().devices.empty()) \
-  GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem
 const Device kGpu = Device::vulkan(0);
 }  // namespace
 
 TEST(DeltaRule, OnVulkanTheConvolutionGivesTheCpuBits) {
-  REQUIRE_VULKAN();
+  TOY_REQUIRE_VULKAN();
   std::mt19937_64 rng(5);
   const int64_t T = 37, C = 70, K = 4;
   const Tensor x = randn({T, C}, rng), w = randn({C, K}, rng), s0 = randn({K - 1, C}, rng);
@@ -278,7 +274,7 @@ TEST(DeltaRule, OnVulkanTheConvolutionGivesTheCpuBits) {
 }
 
 TEST(DeltaRule, OnVulkanMatchesTheRecurrenceInDouble) {
-  REQUIRE_VULKAN();
+  TOY_REQUIRE_VULKAN();
   const int64_t T = 1000, Hk = 2, Hv = 4, D = 16;
   for (HeadMap map : {HeadMap::Tiled, HeadMap::Grouped}) {
     const Inputs in = inputs(T, Hk, Hv, D, 7);
@@ -293,7 +289,7 @@ TEST(DeltaRule, OnVulkanMatchesTheRecurrenceInDouble) {
 }
 
 TEST(DeltaRule, OnVulkanTheNormAndTheDecayHoldFloatPrecision) {
-  REQUIRE_VULKAN();
+  TOY_REQUIRE_VULKAN();
   std::mt19937_64 rng(9);
   const int64_t R = 9, D = 130, Hv = 8;
   const Tensor x = randn({R, D}, rng);

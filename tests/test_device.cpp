@@ -8,8 +8,8 @@
 #include <random>
 
 #include "fixtures.h"
+#include "helpers.h"
 #include "toy/kernels/reference.h"
-#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/device.h"
 #include "toy/primitives/indexing.h"
 #include "toy/tensor/quant.h"
@@ -68,10 +68,6 @@ TEST(DeviceCli, ADeviceThatCannotBeHadIsExit5) {
 #ifdef TOY_VULKAN
 namespace {
 
-#define REQUIRE_DEVICE()                               \
-  if (kernels::vulkan::list_devices().devices.empty()) \
-  GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem
-
 const Device kGpu = Device::vulkan(0);
 
 std::vector<float> uniform(int64_t n, uint32_t seed) {
@@ -94,7 +90,7 @@ Tensor host_tensor(Shape shape, DType dt, const std::vector<float>& values) {
 // Tensors go to the device and come back with the same bytes (dtype, name and shape kept), views
 // of them included; read on the host without a copy, they are a clear error.
 TEST(Device, TensorsGoToTheDeviceAndBackByteForByte) {
-  REQUIRE_DEVICE();
+  TOY_REQUIRE_VULKAN();
   for (const DType dt : {DType::F32, DType::F16, DType::Q8_0}) {
     SCOPED_TRACE(name(dt));
     const Tensor h = host_tensor({3, 64}, dt, uniform(3 * 64, 7)).set_name("w");
@@ -119,7 +115,7 @@ TEST(Device, TensorsGoToTheDeviceAndBackByteForByte) {
 // linear() of tensors on the device runs the matrix-vector shader: within the bound of
 // VulkanMatvec's check_matvec (tests/test_vulkan.cpp) of the double reference, since it is that shader.
 TEST(Device, LinearRunsOnTheDevice) {
-  REQUIRE_DEVICE();
+  TOY_REQUIRE_VULKAN();
   const int64_t N = 37, K = 300;
   const auto xv = uniform(K, 1), wv = uniform(N * K, 2);
   const Tensor x = Tensor::from({1, K}, xv), W = Tensor::from({N, K}, wv);
@@ -144,7 +140,7 @@ TEST(Device, LinearRunsOnTheDevice) {
 // and scatter_add_rows (repeated rows, a row no source adds to, a host base and host scales) give
 // the CPU's bits.
 TEST(Device, ExpertRowsGiveTheCpuBits) {
-  REQUIRE_DEVICE();
+  TOY_REQUIRE_VULKAN();
   NoGrad no_grad;
   const int64_t E = 3, N = 5, K = 256, M = 4;
   const Tensor x = Tensor::from({M, K}, uniform(M * K, 3));
@@ -172,7 +168,7 @@ TEST(Device, ExpertRowsGiveTheCpuBits) {
 
 // Tensors of two devices in one op, and a device that is not there, are clear errors.
 TEST(Device, MixedDevicesAndMissingOnesAreClearErrors) {
-  REQUIRE_DEVICE();
+  TOY_REQUIRE_VULKAN();
   NoGrad no_grad;
   const Tensor x = Tensor::from({1, 4}, std::vector<float>{1, 2, 3, 4});
   const Tensor W = Tensor::from({2, 4}, std::vector<float>(8, 1.0f)).set_name("w");

@@ -14,7 +14,6 @@
 #include "helpers.h"
 #include "toy/archs/lora.h"
 #include "toy/engines/decode.h"
-#include "toy/kernels/vulkan/devices.h"
 #include "toy/tokenizer/tokenizer.h"
 #include "train_helpers.h"
 
@@ -101,8 +100,7 @@ TEST(Lora, EvalWithAdapterMatchesPyTorch) {
 // The same adapter at run time on vulkan:0 (lavapipe in CI): the adapters go to the device with
 // their weights, and the logits hold the same limit against PyTorch's.
 TEST(Lora, EvalWithAdapterOnVulkanMatchesPyTorch) {
-  if (kernels::vulkan::list_devices().devices.empty())
-    GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem;
+  TOY_REQUIRE_VULKAN();
   TrainedAdapter t;
   load_trained_adapter(t);
   if (IsSkipped() || HasFatalFailure()) return;

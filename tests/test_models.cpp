@@ -13,7 +13,6 @@
 #include "helpers.h"
 #include "toy/archs/model.h"
 #include "toy/engines/decode.h"
-#include "toy/kernels/vulkan/devices.h"
 
 using namespace toy;
 namespace fs = std::filesystem;
@@ -141,8 +140,7 @@ TEST(Models, MatchLlamaCppReference) {
 // there, only the logits come back. Skips without a device.
 #ifdef TOY_VULKAN
 TEST(Models, MatchLlamaCppReferenceOnVulkan) {
-  if (kernels::vulkan::list_devices().devices.empty())
-    GTEST_SKIP() << "no Vulkan device: " << kernels::vulkan::list_devices().problem;
+  TOY_REQUIRE_VULKAN();
   auto all = cases();
   if (all.empty()) GTEST_SKIP() << "no model fixtures under " << test::fixtures_dir() << " (set TOY_FIXTURES)";
   int run = 0;

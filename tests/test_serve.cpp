@@ -29,7 +29,6 @@
 #include "serve/server_process.h"
 #include "toy/archs/lora.h"
 #include "toy/io/gguf.h"
-#include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/primitives.h"
 #include "toy/serve/text_stream.h"
 #include "toy/serve/tool_calls.h"
@@ -2558,8 +2557,7 @@ TEST(ServeSdk, OfficialOpenAINodeSdk) { run_sdk_test("cpu", ""); }
 #ifdef TOY_VULKAN
 // The same checks with the model on vulkan:0 (lavapipe in CI), four slots decoding in one batch.
 TEST(ServeSdk, OfficialOpenAINodeSdkOnVulkan) {
-  if (toy::kernels::vulkan::list_devices().devices.empty())
-    GTEST_SKIP() << "no Vulkan device: " << toy::kernels::vulkan::list_devices().problem;
+  TOY_REQUIRE_VULKAN();
   run_sdk_test("vulkan", " --device vulkan");
 }
 #endif
