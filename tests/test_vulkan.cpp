@@ -207,11 +207,11 @@ struct Problem {
 //
 // The bound: x is rounded to activation_dtype(wt) by both (F16: to half; BF16: to bfloat; Q8_0,
 // Q4_0: to Q8_0 blocks), W read as stored. F32, F16, BF16: every product x_k·w_k is exact inside an
-// fma (a half times a half fits in f32's 24 bits); matvec.comp's thread t adds ceil(K/64) of them in
-// order of k, then a 6-level tree adds the 64 partial sums. Q8_0, Q4_0: a block's dot product is
+// fma (a half times a half fits in f32's 24 bits); matvec.comp's thread t adds ceil(K/8) of them in
+// order of k, then a 3-level tree adds the 8 partial sums of its row. Q8_0, Q4_0: a block's dot product is
 // exact (integers), and so is its scale d_x·d_w (halves) and their product inside an fma; a thread
-// adds ceil(K/32/64) such block terms, then the same tree. So each y sees at most
-// n = (terms per thread) + 6 roundings of a partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order
+// adds ceil(K/32/8) such block terms, then the same tree. So each y sees at most
+// n = (terms per thread) + 3 roundings of a partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order
 // (1.01 covers the second), u = 2⁻²⁴. A bias is added after the tree, once more rounded: n + 1
 // roundings of at most Σ|x_k·w_k| + |b|. The CPU kernel sums the same exact terms (K products, or
 // K/32 block terms each rounded at most once more) in its own order and adds b after: at most
@@ -250,8 +250,7 @@ void check_matvec(DType wt, int64_t M, int64_t N, int64_t K, bool bias = false) 
   // per sub-block of 32 (K-quants: the dot and the mins; one more for d_x·d and, against the
   // reference's dequantized weights, three for their products).
   const int64_t terms = a == DType::Q8_0 ? K / 32 : a == DType::Q8_K ? 2 * (K / 32) : K;
-  const double u = std::ldexp(1.0, -24),
-               n = double((terms + 63) / 64 + 6) + (a == DType::Q8_K ? 4 : 0) + (bias ? 1 : 0);
+  const double u = std::ldexp(1.0, -24), n = double((terms + 7) / 8 + 3) + (a == DType::Q8_K ? 4 : 0) + (bias ? 1 : 0);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t i = 0; i < N; ++i) {
       const size_t at = size_t(m * N + i);
@@ -266,10 +265,11 @@ void check_matvec(DType wt, int64_t M, int64_t N, int64_t K, bool bias = false) 
 
 }  // namespace
 
-// One row, one value; K short of, at and past the 64 threads; a long row; several rows; a bias.
+// One row, one value; K short of, at and past a row's 8 threads; 8 rows (a workgroup), 9 and 17
+// (a workgroup and part of one); a long row; several rows of x; a bias.
 TEST(VulkanMatvec, F32MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
-  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 63}, {7, 64}, {9, 301}, {3, 4099}})
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 7}, {8, 8}, {17, 9}, {7, 64}, {9, 301}, {3, 4099}})
     check_matvec(DType::F32, 1, N, K);
   check_matvec(DType::F32, 5, 9, 301);
   check_matvec(DType::F32, 11, 9, 301);
@@ -290,18 +290,19 @@ TEST(VulkanMatvec, Bf16MatchesTheReferenceAndTheCpuKernel) {
   check_matvec(DType::BF16, 3, 5, 128, true);
 }
 
-// Q8_0 and Q4_0 weights, x as Q8_0 blocks: one block; 3 blocks; 65 blocks (one past the 64
-// threads); a long row of 129 blocks; several rows; a bias.
+// Q8_0 and Q4_0 weights, x as Q8_0 blocks: one block; 3 blocks; 9 blocks (one past a row's 8
+// threads) on 9 rows (one past a workgroup's 8); 65 blocks; a long row of 129 blocks; several
+// rows; a bias.
 TEST(VulkanMatvec, Q8_0MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
-  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {9, 288}, {5, 2080}, {3, 4128}})
     check_matvec(DType::Q8_0, 1, N, K);
   check_matvec(DType::Q8_0, 6, 7, 96, true);
 }
 
 TEST(VulkanMatvec, Q4_0MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
-  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}, {3, 4128}})
+  for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {9, 288}, {5, 2080}, {3, 4128}})
     check_matvec(DType::Q4_0, 1, N, K);
   check_matvec(DType::Q4_0, 6, 7, 96, true);
   check_matvec(DType::Q4_0, 11, 7, 96);
@@ -309,7 +310,7 @@ TEST(VulkanMatvec, Q4_0MatchesTheReferenceAndTheCpuKernel) {
 
 // The other block types: Q5_0 against Q8_0 blocks of x; Q4_1 and Q5_1 against f32 x (each weight
 // dequantized as the CPU does); the K-quants against Q8_K blocks: one super-block, 65 sub-blocks of
-// 32 (one past the 64 threads: K = 2080 is not a multiple of 256, so 2304), a long row, rows, a bias.
+// 32 (K = 2080 is not a multiple of 256, so 2304; 72 sub-blocks, 9 a thread), a long row, rows, a bias.
 TEST(VulkanMatvec, OtherBlockTypesMatchTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
   for (const DType wt : {DType::Q5_0, DType::Q4_1, DType::Q5_1}) {
@@ -322,6 +323,13 @@ TEST(VulkanMatvec, OtherBlockTypesMatchTheReferenceAndTheCpuKernel) {
     check_matvec(wt, 4, 5, 768, true);
     check_matvec(wt, 10, 5, 768);
   }
+}
+
+// 8·65535 + 3 rows: more workgroups (of 8 rows each) than a dimension holds, so they continue in
+// y (matvec.cpp), and the last holds 3 rows.
+TEST(VulkanMatvec, MoreThan65535WorkgroupsContinueInY) {
+  REQUIRE_DEVICE();
+  check_matvec(DType::F32, 1, 8 * 65535 + 3, 3);
 }
 
 TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {

@@ -3,19 +3,22 @@
 // in its GGUF dtype as stored (dispatched by matvec.cpp beside it; the twin of kernels::matmul_wt).
 // Compiled once per dtype: -DWT_F32, -DWT_Q4_K, … (CMakeLists.txt); blocks.glsl decodes the blocks.
 //
-// One workgroup of 64 threads per (n, m). Thread t sums the products of k = t, t + 64, t + 128, …
-// in order of k, each with one fma; the 64 partial sums are then added in a fixed shared-memory
-// tree (6 levels), and the bias after, as the CPU adds it. x comes rounded as the CPU kernel rounds
+// A workgroup of 64 threads takes 8 rows n of W for one row m of x, 8 threads a row: thread t of
+// row n sums the products of k = t, t + 8, t + 16, … in order of k, each with one fma; the 8
+// partial sums are then added in a fixed shared-memory tree (3 levels), and the bias after, as the
+// CPU adds it. (64 threads a row spent most of a decode step in barriers on lavapipe: a row of
+// SmolLM2-135M holds 18 Q8_0 blocks, and 64 threads left 46 idle and waited at 6 levels.) x comes rounded as the CPU kernel rounds
 // it (quantize.comp): floats for F32, Q4_1 and Q5_1 weights (those dequantized as the CPU does),
 // halves (F16) or bfloats (BF16) as floats, Q8_0 blocks for Q8_0, Q4_0 and Q5_0 weights, Q8_K
 // blocks for the K-quants. Block weights: thread t takes blocks (K-quants: sub-blocks of 32) b = t,
-// t + 64, …: the dot product in integers (exact), times the scales, with one fma. No atomics, no subgroup
+// t + 8, …: the dot product in integers (exact), times the scales, with one fma. No atomics, no subgroup
 // operations (whose order is not promised): the order of every addition is fixed, so a rerun gives
 // the same bits, and row m of y depends only on row m of x.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
+const uint kLanes = 8;  // threads a row of W; 64 / kLanes rows a workgroup (matvec.cpp)
 layout(push_constant) uniform Push {
   uint N;         // rows of W, e.g. 4096
   uint K;         // columns of W, the length of a row of x
@@ -65,13 +68,13 @@ shared float partial[64];
 
 void main() {
   // Rows past 65535 workgroups continue in y (matvec.cpp); z is the row m of x.
-  const uint n = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, m = gl_WorkGroupID.z;
-  const uint t = gl_LocalInvocationID.x;
-  if (n >= p.N) return;  // the whole workgroup: no barrier is skipped by some threads only
+  const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, m = gl_WorkGroupID.z;
+  const uint at = gl_LocalInvocationID.x, t = at % kLanes, n = group * (64 / kLanes) + at / kLanes;
   float s = 0.0;
+  if (n < p.N) {  // rows past N (the last workgroup's) sum nothing but still meet every barrier
 #if defined(Q8_0_FAMILY)
   const uint nb = p.K / 32;
-  for (uint i = t; i < nb; i += 64) {
+  for (uint i = t; i < nb; i += kLanes) {
     const uint ox = p.x_off + (m * nb + i) * 34, ow = p.w_off + (n * nb + i) * kBlockBytes;
     int dot = 0;  // |dot| ≤ 32·127·127 < 2²⁴: exact, and exact as a float
     for (uint j = 0; j < 32; ++j) dot += int(xq[ox + 2 + j]) * q_of(ow, j);
@@ -82,7 +85,7 @@ void main() {
   // scale per 16) and, for Q4_K and Q5_K, its mins mn·Σ q8 from the stored sums; both below 2²⁴
   // in magnitude, so exact as floats. Each is added with one fma: s += (d_x·d)·dot − (d_x·dmin)·mins.
   const uint nsub = p.K / 32, nsb = p.K / 256;
-  for (uint u = t; u < nsub; u += 64) {
+  for (uint u = t; u < nsub; u += kLanes) {
     const uint i = u / 8, sub = u % 8, ox = p.x_off / 4 + (m * nsb + i) * 73, ow = p.w_off + (n * nsb + i) * kBlockBytes;
     const float dx = uintBitsToFloat(xw[ox]);
     int dot = 0;
@@ -102,13 +105,14 @@ void main() {
   }
 #else
   const uint xb = p.x_off + m * p.K, wb = n * p.K;  // weight() adds w_off
-  for (uint k = t; k < p.K; k += 64) s = fma(weight(wb + k), x[xb + k], s);
+  for (uint k = t; k < p.K; k += kLanes) s = fma(weight(wb + k), x[xb + k], s);
 #endif
-  partial[t] = s;
+  }
+  partial[at] = s;
   barrier();
-  for (uint h = 32; h > 0; h /= 2) {
-    if (t < h) partial[t] += partial[t + h];
+  for (uint h = kLanes / 2; h > 0; h /= 2) {
+    if (t < h) partial[at] += partial[at + h];
     barrier();
   }
-  if (t == 0) y[p.y_off + m * p.N + n] = p.has_bias != 0 ? partial[0] + b[n] : partial[0];
+  if (t == 0 && n < p.N) y[p.y_off + m * p.N + n] = p.has_bias != 0 ? partial[at] + b[n] : partial[at];
 }

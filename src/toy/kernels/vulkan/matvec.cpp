@@ -16,6 +16,7 @@ struct Push {  // matvec.comp's push constants
   uint32_t N, K, x_off, y_off, w_off, has_bias;
 };
 constexpr int64_t kMaxGroups = 65535;  // per dimension, the least every device allows
+constexpr int64_t kRowsPerGroup = 8;   // rows of W a workgroup takes (matvec.comp's 64 / kLanes)
 
 std::vector<Variant> variants() {
   return {{DType::F32, spirv::matvec_f32},   {DType::F16, spirv::matvec_f16},   {DType::BF16, spirv::matvec_bf16},
@@ -65,7 +66,7 @@ void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer&
                   uint32_t(w_off / w_unit),
                   b ? 1u : 0u};
   const std::array<const Buffer*, 4> buffers{&x, &w, &y, b ? b : &y};
-  const Groups g = groups("matvec", uint64_t(N));  // one workgroup per (n, m)
+  const Groups g = groups("matvec", uint64_t((N + kRowsPerGroup - 1) / kRowsPerGroup));  // per (8 rows n, m)
   ctx_.dispatch(p, buffers, &push, g.x, g.y, uint32_t(M));
 }
 
