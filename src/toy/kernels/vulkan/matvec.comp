@@ -34,9 +34,11 @@ layout(push_constant) uniform Push {
 #endif
 
 #if defined(Q8_0_FAMILY)
-// x as Q8_0 blocks: 34 bytes, a half scale d (2 bytes, little-endian) then 32 int8 q.
-layout(std430, binding = 0) readonly buffer X { int8_t xq[]; };  // [M, K / 32] blocks
-float scale_x(uint o) { return unpackHalf2x16(uint(uint8_t(xq[o])) | uint(uint8_t(xq[o + 1])) << 8).x; }
+// x as Q8_0 blocks: 34 bytes, a half scale d (2 bytes, little-endian) then 32 int8 q, read two
+// bytes at a time (a block starts at an even byte: matvec.cpp checks x_off). o: a block's byte.
+layout(std430, binding = 0) readonly buffer X { uint16_t xh[]; };  // [M, K / 32] blocks
+float scale_x(uint o) { return unpackHalf2x16(uint(xh[o / 2])).x; }
+int x_q(uint o, uint j) { return bitfieldExtract(int(uint(xh[o / 2 + 1 + j / 2])), int(8 * (j % 2)), 8); }
 #elif defined(K_FAMILY)
 // x as Q8_K blocks: 292 bytes = 73 words: f32 d, 256 int8 q (4 to a word), 16 int16 sums of 16 q.
 layout(std430, binding = 0) readonly buffer X { uint xw[]; };  // [M, K / 256] blocks
@@ -54,7 +56,11 @@ float weight(uint i) { return float(w[p.w_off + i]); }
 #elif defined(WT_BF16)
 layout(std430, binding = 1) readonly buffer W { uint16_t w[]; };  // [N, K]: the high half of an f32
 float weight(uint i) { return uintBitsToFloat(uint(w[p.w_off + i]) << 16); }
-#else  // a block type: blocks.glsl decodes it
+#elif defined(WT_Q8_0)  // blocks as x's, two bytes at a time (w_off even: matvec.cpp)
+layout(std430, binding = 1) readonly buffer W { uint16_t wh[]; };  // [N, K / 32] blocks
+const uint kBlockBytes = 34;
+float half_at(uint o) { return unpackHalf2x16(uint(wh[o / 2])).x; }
+#else  // another block type: blocks.glsl decodes it
 layout(std430, binding = 1) readonly buffer W { uint8_t wq[]; };  // [N, K / kBlockValues] blocks
 #include "blocks.glsl"
 #if defined(WT_Q4_1) || defined(WT_Q5_1)  // f32 activations: each weight dequantized as the CPU does
@@ -77,7 +83,14 @@ void main() {
   for (uint i = t; i < nb; i += kLanes) {
     const uint ox = p.x_off + (m * nb + i) * 34, ow = p.w_off + (n * nb + i) * kBlockBytes;
     int dot = 0;  // |dot| ≤ 32·127·127 < 2²⁴: exact, and exact as a float
-    for (uint j = 0; j < 32; ++j) dot += int(xq[ox + 2 + j]) * q_of(ow, j);
+#if defined(WT_Q8_0)
+    for (uint j = 0; j < 16; ++j) {  // 2 q of x and 2 of W a load
+      const int xv = int(uint(xh[ox / 2 + 1 + j])), wv = int(uint(wh[ow / 2 + 1 + j]));
+      dot += bitfieldExtract(xv, 0, 8) * bitfieldExtract(wv, 0, 8) + bitfieldExtract(xv, 8, 8) * bitfieldExtract(wv, 8, 8);
+    }
+#else
+    for (uint j = 0; j < 32; ++j) dot += x_q(ox, j) * q_of(ow, j);
+#endif
     s = fma(float(dot), scale_x(ox) * half_at(ow), s);  // a half times a half: exact in f32
   }
 #elif defined(K_FAMILY)

@@ -47,11 +47,13 @@ void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer&
                 "'s block of " + std::to_string(info(wt).block_size));
   const uint64_t row = x_bytes(wt, K);
   const DType a = activation_dtype(wt);
-  const bool q8_0 = a == DType::Q8_0;  // x in blocks of 34 bytes, at any byte; else in words
-  if (!q8_0 && x_off % 4) throw Error("vulkan: matvec: x at byte " + std::to_string(x_off) + ", not a word");
+  const bool q8_0 = a == DType::Q8_0;  // x in blocks of 34 bytes, read in halves; else in words
+  if (x_off % (q8_0 ? 2 : 4))
+    throw Error("vulkan: matvec: x at byte " + std::to_string(x_off) + ", not on a " + (q8_0 ? "2" : "4") +
+                "-byte boundary");
   // W's offset in the shader's unit: bytes for blocks, else elements (a whole number of them).
   const uint64_t w_unit = info(wt).block_size > 1 ? 1 : uint64_t(info(wt).type_size);
-  if (w_off % w_unit)
+  if (w_off % (wt == DType::Q8_0 ? 2 : w_unit))  // Q8_0 blocks are read in halves
     throw Error("vulkan: matvec: W at byte " + std::to_string(w_off) + ", not a " + std::string(name(wt)) + " value");
   if (w_off > UINT32_MAX || w.bytes() < w_off + uint64_t(row_bytes(wt, K) * N) || x_off > UINT32_MAX ||
       x.bytes() < x_off + row * uint64_t(M))
