@@ -340,6 +340,19 @@ TEST(VulkanMatvec, KNotAMultipleOfTheBlockIsAClearError) {
   EXPECT_NE(e.find("K=48 is not a multiple of Q8_0's block of 32"), std::string::npos) << e;
 }
 
+// Q8_0 blocks are read two bytes a load, words for f32 x: an offset between them is refused.
+TEST(VulkanMatvec, AnOffsetOffItsBoundaryIsAClearError) {
+  REQUIRE_DEVICE();
+  vk::Matvec matvec(*context());
+  vk::Buffer w = context()->buffer(1024), x = context()->buffer(1024), y = context()->buffer(4);
+  std::string e = error_of([&] { matvec(w, 0, DType::Q8_0, x, 1, y, 0, 1, 1, 32); });
+  EXPECT_NE(e.find("x at byte 1, not on a 2-byte boundary"), std::string::npos) << e;
+  e = error_of([&] { matvec(w, 3, DType::Q8_0, x, 0, y, 0, 1, 1, 32); });
+  EXPECT_NE(e.find("W at byte 3"), std::string::npos) << e;
+  e = error_of([&] { matvec(w, 0, DType::F32, x, 2, y, 0, 1, 1, 32); });
+  EXPECT_NE(e.find("x at byte 2, not on a 4-byte boundary"), std::string::npos) << e;
+}
+
 // Two runs of the same product give the same bits (no atomics, a fixed reduction order), and a
 // row's bits do not depend on the other rows of the batch: of 19 rows, each row alone, or rows
 // 5 … 14 as a batch of their own, give its bits (exact speculative decoding rests on this).
