@@ -56,9 +56,15 @@ float weight(uint i) { return float(w[p.w_off + i]); }
 #elif defined(WT_BF16)
 layout(std430, binding = 1) readonly buffer W { uint16_t w[]; };  // [N, K]: the high half of an f32
 float weight(uint i) { return uintBitsToFloat(uint(w[p.w_off + i]) << 16); }
-#elif defined(WT_Q8_0)  // blocks as x's, two bytes at a time (w_off even: matvec.cpp)
+#elif defined(WT_Q8_0) || defined(WT_Q4_0)  // two bytes at a time (w_off even: matvec.cpp)
+// Q8_0: blocks as x's. Q4_0: 18 bytes, a half d then 16 bytes; byte i holds q_i + 8 in its low
+// nibble and q_(i+16) + 8 in its high one.
 layout(std430, binding = 1) readonly buffer W { uint16_t wh[]; };  // [N, K / 32] blocks
+#if defined(WT_Q8_0)
 const uint kBlockBytes = 34;
+#else
+const uint kBlockBytes = 18;
+#endif
 float half_at(uint o) { return unpackHalf2x16(uint(wh[o / 2])).x; }
 #else  // another block type: blocks.glsl decodes it
 layout(std430, binding = 1) readonly buffer W { uint8_t wq[]; };  // [N, K / kBlockValues] blocks
@@ -87,6 +93,13 @@ void main() {
     for (uint j = 0; j < 16; ++j) {  // 2 q of x and 2 of W a load
       const int xv = int(uint(xh[ox / 2 + 1 + j])), wv = int(uint(wh[ow / 2 + 1 + j]));
       dot += bitfieldExtract(xv, 0, 8) * bitfieldExtract(wv, 0, 8) + bitfieldExtract(xv, 8, 8) * bitfieldExtract(wv, 8, 8);
+    }
+#elif defined(WT_Q4_0)
+    for (uint h = 0; h < 8; ++h) {  // values 2h, 2h + 1 (low nibbles) and 2h + 16, 2h + 17 (high)
+      const ivec4 q = ivec4(uvec4(uint(wh[ow / 2 + 1 + h])) >> uvec4(0, 8, 4, 12) & 15u) - 8;  // unsigned nibbles
+      const int lo = int(uint(xh[ox / 2 + 1 + h])), hi = int(uint(xh[ox / 2 + 9 + h]));  // signed bytes
+      dot += bitfieldExtract(lo, 0, 8) * q.x + bitfieldExtract(lo, 8, 8) * q.y + bitfieldExtract(hi, 0, 8) * q.z +
+             bitfieldExtract(hi, 8, 8) * q.w;
     }
 #else
     for (uint j = 0; j < 32; ++j) dot += x_q(ox, j) * q_of(ow, j);

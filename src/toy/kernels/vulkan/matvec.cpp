@@ -53,7 +53,7 @@ void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer&
                 "-byte boundary");
   // W's offset in the shader's unit: bytes for blocks, else elements (a whole number of them).
   const uint64_t w_unit = info(wt).block_size > 1 ? 1 : uint64_t(info(wt).type_size);
-  if (w_off % (wt == DType::Q8_0 ? 2 : w_unit))  // Q8_0 blocks are read in halves
+  if (w_off % (wt == DType::Q8_0 || wt == DType::Q4_0 ? 2 : w_unit))  // Q8_0 and Q4_0 blocks: read in halves
     throw Error("vulkan: matvec: W at byte " + std::to_string(w_off) + ", not a " + std::string(name(wt)) + " value");
   if (w_off > UINT32_MAX || w.bytes() < w_off + uint64_t(row_bytes(wt, K) * N) || x_off > UINT32_MAX ||
       x.bytes() < x_off + row * uint64_t(M))
