@@ -7,13 +7,15 @@
 // row n sums the products of k = t, t + 8, t + 16, … in order of k, each with one fma; the 8
 // partial sums are then added in a fixed shared-memory tree (3 levels), and the bias after, as the
 // CPU adds it. (64 threads a row spent most of a decode step in barriers on lavapipe: a row of
-// SmolLM2-135M holds 18 Q8_0 blocks, and 64 threads left 46 idle and waited at 6 levels.) x comes rounded as the CPU kernel rounds
-// it (quantize.comp): floats for F32, Q4_1 and Q5_1 weights (those dequantized as the CPU does),
-// halves (F16) or bfloats (BF16) as floats, Q8_0 blocks for Q8_0, Q4_0 and Q5_0 weights, Q8_K
-// blocks for the K-quants. Block weights: thread t takes blocks (K-quants: sub-blocks of 32) b = t,
-// t + 8, …: the dot product in integers (exact), times the scales, with one fma. No atomics, no subgroup
-// operations (whose order is not promised): the order of every addition is fixed, so a rerun gives
-// the same bits, and row m of y depends only on row m of x.
+// SmolLM2-135M holds 18 Q8_0 blocks, and 64 threads left 46 idle and waited at 6 levels.)
+// x comes rounded as the CPU kernel rounds it (quantize.comp): floats for F32, Q4_1 and Q5_1
+// weights (those dequantized as the CPU does), halves (F16) or bfloats (BF16) as floats, Q8_0
+// blocks for Q8_0, Q4_0 and Q5_0 weights, Q8_K blocks for the K-quants. Block weights: thread t
+// takes blocks (K-quants: sub-blocks of 32) b = t, t + 8, …: the dot product in integers (exact),
+// times the scales, with one fma (Q8_0 and Q4_0 blocks read two bytes a load: llvmpipe's byte
+// loads were half of the time). No atomics, no subgroup operations (whose order is not promised):
+// the order of every addition is fixed, so a rerun gives the same bits, and row m of y depends
+// only on row m of x.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_GOOGLE_include_directive : require
@@ -92,7 +94,8 @@ void main() {
 #if defined(WT_Q8_0)
     for (uint j = 0; j < 16; ++j) {  // 2 q of x and 2 of W a load
       const int xv = int(uint(xh[ox / 2 + 1 + j])), wv = int(uint(wh[ow / 2 + 1 + j]));
-      dot += bitfieldExtract(xv, 0, 8) * bitfieldExtract(wv, 0, 8) + bitfieldExtract(xv, 8, 8) * bitfieldExtract(wv, 8, 8);
+      dot += bitfieldExtract(xv, 0, 8) * bitfieldExtract(wv, 0, 8) +
+             bitfieldExtract(xv, 8, 8) * bitfieldExtract(wv, 8, 8);
     }
 #elif defined(WT_Q4_0)
     for (uint h = 0; h < 8; ++h) {  // values 2h, 2h + 1 (low nibbles) and 2h + 16, 2h + 17 (high)
