@@ -207,10 +207,10 @@ struct Problem {
 //
 // The bound: x is rounded to activation_dtype(wt) by both (F16: to half; BF16: to bfloat; Q8_0,
 // Q4_0: to Q8_0 blocks), W read as stored. F32, F16, BF16: every product x_k·w_k is exact inside an
-// fma (a half times a half fits in f32's 24 bits); matvec.comp's thread t adds ceil(K/8) of them in
-// order of k, then a 3-level tree adds the 8 partial sums of its row. Q8_0, Q4_0: a block's dot product is
-// exact (integers), and so is its scale d_x·d_w (halves) and their product inside an fma; a thread
-// adds ceil(K/32/8) such block terms, then the same tree. So each y sees at most
+// fma (a half times a half fits in f32's 24 bits); matvec.comp's thread t adds ceil(K/8) of them
+// in order of k, then a 3-level tree adds the 8 partial sums of its row. Q8_0, Q4_0: a block's dot
+// product is exact (integers), and so is its scale d_x·d_w (halves) and their product inside an
+// fma; a thread adds ceil(K/32/8) such block terms, then the same tree. So each y sees at most
 // n = (terms per thread) + 3 roundings of a partial sum: |y − ref| ≤ n·u·Σ|x_k·w_k| to first order
 // (1.01 covers the second), u = 2⁻²⁴. A bias is added after the tree, once more rounded: n + 1
 // roundings of at most Σ|x_k·w_k| + |b|. The CPU kernel sums the same exact terms (K products, or

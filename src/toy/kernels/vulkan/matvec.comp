@@ -87,54 +87,55 @@ void main() {
   float s = 0.0;
   if (n < p.N) {  // rows past N (the last workgroup's) sum nothing but still meet every barrier
 #if defined(Q8_0_FAMILY)
-  const uint nb = p.K / 32;
-  for (uint i = t; i < nb; i += kLanes) {
-    const uint ox = p.x_off + (m * nb + i) * 34, ow = p.w_off + (n * nb + i) * kBlockBytes;
-    int dot = 0;  // |dot| ≤ 32·127·127 < 2²⁴: exact, and exact as a float
+    const uint nb = p.K / 32;
+    for (uint i = t; i < nb; i += kLanes) {
+      const uint ox = p.x_off + (m * nb + i) * 34, ow = p.w_off + (n * nb + i) * kBlockBytes;
+      int dot = 0;  // |dot| ≤ 32·127·127 < 2²⁴: exact, and exact as a float
 #if defined(WT_Q8_0)
-    for (uint j = 0; j < 16; ++j) {  // 2 q of x and 2 of W a load
-      const int xv = int(uint(xh[ox / 2 + 1 + j])), wv = int(uint(wh[ow / 2 + 1 + j]));
-      dot += bitfieldExtract(xv, 0, 8) * bitfieldExtract(wv, 0, 8) +
-             bitfieldExtract(xv, 8, 8) * bitfieldExtract(wv, 8, 8);
-    }
+      for (uint j = 0; j < 16; ++j) {  // 2 q of x and 2 of W a load
+        const int xv = int(uint(xh[ox / 2 + 1 + j])), wv = int(uint(wh[ow / 2 + 1 + j]));
+        dot += bitfieldExtract(xv, 0, 8) * bitfieldExtract(wv, 0, 8) +
+               bitfieldExtract(xv, 8, 8) * bitfieldExtract(wv, 8, 8);
+      }
 #elif defined(WT_Q4_0)
-    for (uint h = 0; h < 8; ++h) {  // values 2h, 2h + 1 (low nibbles) and 2h + 16, 2h + 17 (high)
-      const ivec4 q = ivec4(uvec4(uint(wh[ow / 2 + 1 + h])) >> uvec4(0, 8, 4, 12) & 15u) - 8;  // unsigned nibbles
-      const int lo = int(uint(xh[ox / 2 + 1 + h])), hi = int(uint(xh[ox / 2 + 9 + h]));  // signed bytes
-      dot += bitfieldExtract(lo, 0, 8) * q.x + bitfieldExtract(lo, 8, 8) * q.y + bitfieldExtract(hi, 0, 8) * q.z +
-             bitfieldExtract(hi, 8, 8) * q.w;
-    }
+      for (uint h = 0; h < 8; ++h) {  // values 2h, 2h + 1 (low nibbles) and 2h + 16, 2h + 17 (high)
+        const ivec4 q = ivec4(uvec4(uint(wh[ow / 2 + 1 + h])) >> uvec4(0, 8, 4, 12) & 15u) - 8;  // unsigned nibbles
+        const int lo = int(uint(xh[ox / 2 + 1 + h])), hi = int(uint(xh[ox / 2 + 9 + h]));  // signed bytes
+        dot += bitfieldExtract(lo, 0, 8) * q.x + bitfieldExtract(lo, 8, 8) * q.y + bitfieldExtract(hi, 0, 8) * q.z +
+               bitfieldExtract(hi, 8, 8) * q.w;
+      }
 #else
-    for (uint j = 0; j < 32; ++j) dot += x_q(ox, j) * q_of(ow, j);
+      for (uint j = 0; j < 32; ++j) dot += x_q(ox, j) * q_of(ow, j);
 #endif
-    s = fma(float(dot), scale_x(ox) * half_at(ow), s);  // a half times a half: exact in f32
-  }
+      s = fma(float(dot), scale_x(ox) * half_at(ow), s);  // a half times a half: exact in f32
+    }
 #elif defined(K_FAMILY)
-  // Sub-block u of 32 values (super-block u / 8, s = u % 8): its integer dot Σ sc·q·q8 (Q6_K: a
-  // scale per 16) and, for Q4_K and Q5_K, its mins mn·Σ q8 from the stored sums; both below 2²⁴
-  // in magnitude, so exact as floats. Each is added with one fma: s += (d_x·d)·dot − (d_x·dmin)·mins.
-  const uint nsub = p.K / 32, nsb = p.K / 256;
-  for (uint u = t; u < nsub; u += kLanes) {
-    const uint i = u / 8, sub = u % 8, ox = p.x_off / 4 + (m * nsb + i) * 73, ow = p.w_off + (n * nsb + i) * kBlockBytes;
-    const float dx = uintBitsToFloat(xw[ox]);
-    int dot = 0;
+    // Sub-block u of 32 values (super-block u / 8, s = u % 8): its integer dot Σ sc·q·q8 (Q6_K: a
+    // scale per 16) and, for Q4_K and Q5_K, its mins mn·Σ q8 from the stored sums; both below 2²⁴
+    // in magnitude, so exact as floats. Each is added with one fma: s += (d_x·d)·dot − (d_x·dmin)·mins.
+    const uint nsub = p.K / 32, nsb = p.K / 256;
+    for (uint u = t; u < nsub; u += kLanes) {
+      const uint i = u / 8, sub = u % 8;
+      const uint ox = p.x_off / 4 + (m * nsb + i) * 73, ow = p.w_off + (n * nsb + i) * kBlockBytes;
+      const float dx = uintBitsToFloat(xw[ox]);
+      int dot = 0;
 #if defined(WT_Q6_K)
-    for (uint g = 0; g < 2; ++g) {
-      int gd = 0;
-      for (uint l = 16 * g; l < 16 * g + 16; ++l) gd += q_of(ow, 32 * sub + l) * q8(ox, 32 * sub + l);
-      dot += scale_of(ow, 32 * sub + 16 * g) * gd;
-    }
-    s = fma(dx * half_at(ow + 208), float(dot), s);
+      for (uint g = 0; g < 2; ++g) {
+        int gd = 0;
+        for (uint l = 16 * g; l < 16 * g + 16; ++l) gd += q_of(ow, 32 * sub + l) * q8(ox, 32 * sub + l);
+        dot += scale_of(ow, 32 * sub + 16 * g) * gd;
+      }
+      s = fma(dx * half_at(ow + 208), float(dot), s);
 #else
-    for (uint l = 0; l < 32; ++l) dot += q_of(ow, 32 * sub + l) * q8(ox, 32 * sub + l);
-    const ivec2 sm = scale_min(ow, sub);
-    s = fma(dx * half_at(ow), float(sm.x * dot), s);
-    s = fma(-(dx * half_at(ow + 2)), float(sm.y * (bsum(ox, 2 * sub) + bsum(ox, 2 * sub + 1))), s);
+      for (uint l = 0; l < 32; ++l) dot += q_of(ow, 32 * sub + l) * q8(ox, 32 * sub + l);
+      const ivec2 sm = scale_min(ow, sub);
+      s = fma(dx * half_at(ow), float(sm.x * dot), s);
+      s = fma(-(dx * half_at(ow + 2)), float(sm.y * (bsum(ox, 2 * sub) + bsum(ox, 2 * sub + 1))), s);
 #endif
-  }
+    }
 #else
-  const uint xb = p.x_off + m * p.K, wb = n * p.K;  // weight() adds w_off
-  for (uint k = t; k < p.K; k += kLanes) s = fma(weight(wb + k), x[xb + k], s);
+    const uint xb = p.x_off + m * p.K, wb = n * p.K;  // weight() adds w_off
+    for (uint k = t; k < p.K; k += kLanes) s = fma(weight(wb + k), x[xb + k], s);
 #endif
   }
   partial[at] = s;
