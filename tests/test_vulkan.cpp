@@ -266,14 +266,17 @@ void check_matvec(DType wt, int64_t M, int64_t N, int64_t K, bool bias = false) 
 }  // namespace
 
 // One row, one value; K short of, at and past a row's 8 threads; 8 rows (a workgroup), 9 and 17
-// (a workgroup and part of one); a long row; several rows of x; a bias.
+// (a workgroup and part of one); a long row; several rows of x: 5 (one a workgroup), 11 (a tile of
+// 8 and 3 one a workgroup), 16 (two tiles); a bias.
 TEST(VulkanMatvec, F32MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 7}, {8, 8}, {17, 9}, {7, 64}, {9, 301}, {3, 4099}})
     check_matvec(DType::F32, 1, N, K);
   check_matvec(DType::F32, 5, 9, 301);
   check_matvec(DType::F32, 11, 9, 301);
+  check_matvec(DType::F32, 16, 17, 9);
   check_matvec(DType::F32, 3, 7, 64, true);
+  check_matvec(DType::F32, 9, 7, 64, true);
 }
 
 TEST(VulkanMatvec, F16MatchesTheReferenceAndTheCpuKernel) {
@@ -281,6 +284,7 @@ TEST(VulkanMatvec, F16MatchesTheReferenceAndTheCpuKernel) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 65}, {5, 128}, {9, 301}, {3, 4097}})
     check_matvec(DType::F16, 1, N, K);
   check_matvec(DType::F16, 4, 5, 129, true);
+  check_matvec(DType::F16, 9, 5, 129, true);
 }
 
 TEST(VulkanMatvec, Bf16MatchesTheReferenceAndTheCpuKernel) {
@@ -288,16 +292,18 @@ TEST(VulkanMatvec, Bf16MatchesTheReferenceAndTheCpuKernel) {
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 1}, {1, 65}, {9, 301}, {3, 4097}})
     check_matvec(DType::BF16, 1, N, K);
   check_matvec(DType::BF16, 3, 5, 128, true);
+  check_matvec(DType::BF16, 8, 5, 301);
 }
 
 // Q8_0 and Q4_0 weights, x as Q8_0 blocks: one block; 3 blocks; 9 blocks (one past a row's 8
 // threads) on 9 rows (one past a workgroup's 8); 65 blocks; a long row of 129 blocks; several
-// rows; a bias.
+// rows (a tile of 8 and the rest); a bias.
 TEST(VulkanMatvec, Q8_0MatchesTheReferenceAndTheCpuKernel) {
   REQUIRE_DEVICE();
   for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {9, 288}, {5, 2080}, {3, 4128}})
     check_matvec(DType::Q8_0, 1, N, K);
   check_matvec(DType::Q8_0, 6, 7, 96, true);
+  check_matvec(DType::Q8_0, 13, 9, 288, true);
 }
 
 TEST(VulkanMatvec, Q4_0MatchesTheReferenceAndTheCpuKernel) {
@@ -316,6 +322,7 @@ TEST(VulkanMatvec, OtherBlockTypesMatchTheReferenceAndTheCpuKernel) {
   for (const DType wt : {DType::Q5_0, DType::Q4_1, DType::Q5_1}) {
     for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 32}, {7, 96}, {5, 2080}}) check_matvec(wt, 1, N, K);
     check_matvec(wt, 3, 5, 64, true);
+    check_matvec(wt, 10, 5, 96);
   }
   for (const DType wt : {DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1, 256}, {7, 512}, {5, 2304}, {3, 4352}})
@@ -354,8 +361,9 @@ TEST(VulkanMatvec, AnOffsetOffItsBoundaryIsAClearError) {
 }
 
 // Two runs of the same product give the same bits (no atomics, a fixed reduction order), and a
-// row's bits do not depend on the other rows of the batch: of 19 rows, each row alone, or rows
-// 5 … 14 as a batch of their own, give its bits (exact speculative decoding rests on this).
+// row's bits do not depend on the other rows of the batch: of 19 rows (two tiles of 8, then 3 one
+// a workgroup), each row alone, or rows 5 … 14 as a batch of their own (a tile of 8 from row 5,
+// then 2), give its bits, whether it ran in a tile or alone (exact speculative decoding rests on this).
 TEST(VulkanMatvec, TwoRunsGiveTheSameBitsWhateverTheBatch) {
   REQUIRE_DEVICE();
   for (const DType wt :
@@ -368,7 +376,7 @@ TEST(VulkanMatvec, TwoRunsGiveTheSameBitsWhateverTheBatch) {
                              some = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + 5 * K, 10, N, K);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
     EXPECT_EQ(0, std::memcmp(a.data() + 5 * N, some.data(), some.size() * sizeof(float)));
-    for (const int64_t m : {0, 7, 8, 18}) {
+    for (const int64_t m : {0, 7, 8, 13, 18}) {
       const std::vector<float> one = vk::matvec(*context(), pb.w.data(), wt, pb.x.data() + m * K, 1, N, K);
       EXPECT_EQ(0, std::memcmp(a.data() + m * N, one.data(), one.size() * sizeof(float))) << "row " << m;
     }

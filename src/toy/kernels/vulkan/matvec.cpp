@@ -2,6 +2,7 @@
 #include "toy/kernels/vulkan/matvec.h"
 
 #include <array>
+#include <tuple>
 
 #include "toy/kernels/kernels.h"
 #include "toy/kernels/reference.h"
@@ -13,22 +14,31 @@ namespace toy::kernels::vulkan {
 
 namespace {
 struct Push {  // matvec.comp's push constants
-  uint32_t N, K, x_off, y_off, w_off, has_bias;
+  uint32_t m0, N, K, x_off, y_off, w_off, has_bias;
 };
 constexpr int64_t kMaxGroups = 65535;  // per dimension, the least every device allows
 constexpr int64_t kRowsPerGroup = 8;   // rows of W a workgroup takes (matvec.comp's 64 / kLanes)
+constexpr int64_t kTile = 8;           // rows of x a workgroup takes (matvec.comp's kTile)
 
-std::vector<Variant> variants() {
-  return {{DType::F32, spirv::matvec_f32},   {DType::F16, spirv::matvec_f16},   {DType::BF16, spirv::matvec_bf16},
-          {DType::Q8_0, spirv::matvec_q8_0}, {DType::Q4_0, spirv::matvec_q4_0}, {DType::Q5_0, spirv::matvec_q5_0},
-          {DType::Q4_1, spirv::matvec_q4_1}, {DType::Q5_1, spirv::matvec_q5_1}, {DType::Q4_K, spirv::matvec_q4_k},
-          {DType::Q5_K, spirv::matvec_q5_k}, {DType::Q6_K, spirv::matvec_q6_k}};
+// matvec.comp per weight dtype, compiled for a row of x a workgroup (tile 1) and for 8 (tile 8).
+std::vector<Variant> variants(int64_t tile) {
+  using namespace spirv;
+  if (tile == 1)
+    return {{DType::F32, matvec_f32},   {DType::F16, matvec_f16},   {DType::BF16, matvec_bf16},
+            {DType::Q8_0, matvec_q8_0}, {DType::Q4_0, matvec_q4_0}, {DType::Q5_0, matvec_q5_0},
+            {DType::Q4_1, matvec_q4_1}, {DType::Q5_1, matvec_q5_1}, {DType::Q4_K, matvec_q4_k},
+            {DType::Q5_K, matvec_q5_k}, {DType::Q6_K, matvec_q6_k}};
+  return {{DType::F32, matvec8_f32},   {DType::F16, matvec8_f16},   {DType::BF16, matvec8_bf16},
+          {DType::Q8_0, matvec8_q8_0}, {DType::Q4_0, matvec8_q4_0}, {DType::Q5_0, matvec8_q5_0},
+          {DType::Q4_1, matvec8_q4_1}, {DType::Q5_1, matvec8_q5_1}, {DType::Q4_K, matvec8_q4_k},
+          {DType::Q5_K, matvec8_q5_k}, {DType::Q6_K, matvec8_q6_k}};
 }
 }  // namespace
 
-Matvec::Matvec(Context& ctx) : ctx_(ctx), pipelines_(ctx, variants(), 4, sizeof(Push)) {}
+Matvec::Matvec(Context& ctx)
+    : ctx_(ctx), rows_(ctx, variants(1), 4, sizeof(Push)), tiles_(ctx, variants(kTile), 4, sizeof(Push)) {}
 
-bool has_matvec(DType wt) { return Variants::find(variants(), wt) != nullptr; }
+bool has_matvec(DType wt) { return Variants::find(variants(1), wt) != nullptr; }
 
 uint64_t x_bytes(DType wt, int64_t K) {
   const DType a = activation_dtype(wt);
@@ -37,8 +47,8 @@ uint64_t x_bytes(DType wt, int64_t K) {
 
 void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer& x, uint64_t x_off, Buffer& y,
                         uint64_t y_off, int64_t M, int64_t N, int64_t K, const Buffer* b) {
-  const Pipeline& p = pipelines_(wt, "matvec");
-  if (M < 1 || N < 1 || K < 1 || M > kMaxGroups || N > kMaxGroups * kMaxGroups || K > int64_t(UINT32_MAX) / N ||
+  const Pipeline& one = rows_(wt, "matvec");  // Error for a dtype without a shader
+  if (M < 1 || N < 1 || K < 1 || M > kMaxGroups * kTile || N > kMaxGroups * kMaxGroups || K > int64_t(UINT32_MAX) / N ||
       M > int64_t(UINT32_MAX) / N)
     throw Error("vulkan: matvec: shape M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
                 " out of range");
@@ -61,15 +71,19 @@ void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer&
                 " K=" + std::to_string(K) + " needs");
   check_view("matvec", "y", y, y_off, uint64_t(M * N));
   if (b) check_view("matvec", "b", *b, 0, uint64_t(N));
-  const Push push{uint32_t(N),
-                  uint32_t(K),
-                  uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4),
-                  uint32_t(y_off),
-                  uint32_t(w_off / w_unit),
-                  b ? 1u : 0u};
   const std::array<const Buffer*, 4> buffers{&x, &w, &y, b ? b : &y};
-  const Groups g = groups("matvec", uint64_t((N + kRowsPerGroup - 1) / kRowsPerGroup));  // per (8 rows n, m)
-  ctx_.dispatch(p, buffers, &push, g.x, g.y, uint32_t(M));
+  // Workgroups of 8 rows n of W and a tile of 8 rows m of x, then one row m each for the rest.
+  const Groups g = groups("matvec", uint64_t((N + kRowsPerGroup - 1) / kRowsPerGroup));
+  const int64_t tiled = M / kTile * kTile;
+  for (const auto& [m0, rows, tile] :
+       {std::tuple{int64_t(0), tiled, kTile}, std::tuple{tiled, M - tiled, int64_t(1)}}) {
+    if (rows == 0) continue;
+    const Push push{uint32_t(m0),    uint32_t(N),
+                    uint32_t(K),     uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4),
+                    uint32_t(y_off), uint32_t(w_off / w_unit),
+                    b ? 1u : 0u};
+    ctx_.dispatch(tile == 1 ? one : tiles_(wt, "matvec"), buffers, &push, g.x, g.y, uint32_t(rows / tile));
+  }
 }
 
 std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K,

@@ -1,7 +1,8 @@
 #pragma once
 // kernels/vulkan/matvec.h — y = x·Wᵀ (+ b) on a Vulkan device (matvec.comp beside it): the twin of
-// kernels::matmul_wt, one matrix-vector product per row of x. Weights stay in their GGUF dtype as
-// stored; deterministic (a fixed reduction order: the same bits every run, and row m of y depends
+// kernels::matmul_wt: for a prompt or a batch, tiles of 8 rows of x a workgroup (each weight read
+// once for the 8), the rows left over one a workgroup, as in decode. Weights stay in their GGUF dtype
+// as stored; deterministic (a fixed reduction order: the same bits every run, and row m of y depends
 // only on row m of x). Only in a TOY_VULKAN build.
 #include <cstdint>
 #include <vector>
@@ -12,8 +13,8 @@
 
 namespace toy::kernels::vulkan {
 
-// matvec.comp's pipelines on one context, one per weight dtype: F32, F16, BF16, Q8_0, Q4_0, Q5_0,
-// Q4_1, Q5_1, Q4_K, Q5_K, Q6_K.
+// matvec.comp's pipelines on one context, a row of x and a tile of 8 a workgroup, for each weight
+// dtype: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K.
 class Matvec {
  public:
   explicit Matvec(Context& ctx);
@@ -27,7 +28,8 @@ class Matvec {
 
  private:
   Context& ctx_;
-  Variants pipelines_;
+  Variants rows_;   // a row of x a workgroup
+  Variants tiles_;  // 8 rows of x a workgroup
 };
 
 // Whether matvec.comp reads weights of type wt.

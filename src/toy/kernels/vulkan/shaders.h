@@ -6,17 +6,28 @@
 #include <span>
 
 namespace toy::kernels::vulkan::spirv {
-extern const std::span<const uint32_t> matvec_f32;   // matvec.comp -DWT_F32
-extern const std::span<const uint32_t> matvec_f16;   // matvec.comp -DWT_F16
-extern const std::span<const uint32_t> matvec_bf16;  // matvec.comp -DWT_BF16
-extern const std::span<const uint32_t> matvec_q8_0;  // matvec.comp -DWT_Q8_0
-extern const std::span<const uint32_t> matvec_q4_0;  // matvec.comp -DWT_Q4_0
-extern const std::span<const uint32_t> matvec_q5_0;  // matvec.comp -DWT_Q5_0
-extern const std::span<const uint32_t> matvec_q4_1;  // matvec.comp -DWT_Q4_1
-extern const std::span<const uint32_t> matvec_q5_1;  // matvec.comp -DWT_Q5_1
-extern const std::span<const uint32_t> matvec_q4_k;  // matvec.comp -DWT_Q4_K
-extern const std::span<const uint32_t> matvec_q5_k;  // matvec.comp -DWT_Q5_K
-extern const std::span<const uint32_t> matvec_q6_k;  // matvec.comp -DWT_Q6_K
+extern const std::span<const uint32_t> matvec_f32;    // matvec.comp -DWT_F32 -DTILE=1
+extern const std::span<const uint32_t> matvec_f16;    // matvec.comp -DWT_F16 -DTILE=1
+extern const std::span<const uint32_t> matvec_bf16;   // matvec.comp -DWT_BF16 -DTILE=1
+extern const std::span<const uint32_t> matvec_q8_0;   // matvec.comp -DWT_Q8_0 -DTILE=1
+extern const std::span<const uint32_t> matvec_q4_0;   // matvec.comp -DWT_Q4_0 -DTILE=1
+extern const std::span<const uint32_t> matvec_q5_0;   // matvec.comp -DWT_Q5_0 -DTILE=1
+extern const std::span<const uint32_t> matvec_q4_1;   // matvec.comp -DWT_Q4_1 -DTILE=1
+extern const std::span<const uint32_t> matvec_q5_1;   // matvec.comp -DWT_Q5_1 -DTILE=1
+extern const std::span<const uint32_t> matvec_q4_k;   // matvec.comp -DWT_Q4_K -DTILE=1
+extern const std::span<const uint32_t> matvec_q5_k;   // matvec.comp -DWT_Q5_K -DTILE=1
+extern const std::span<const uint32_t> matvec_q6_k;   // matvec.comp -DWT_Q6_K -DTILE=1
+extern const std::span<const uint32_t> matvec8_f32;   // matvec.comp -DWT_F32 -DTILE=8
+extern const std::span<const uint32_t> matvec8_f16;   // matvec.comp -DWT_F16 -DTILE=8
+extern const std::span<const uint32_t> matvec8_bf16;  // matvec.comp -DWT_BF16 -DTILE=8
+extern const std::span<const uint32_t> matvec8_q8_0;  // matvec.comp -DWT_Q8_0 -DTILE=8
+extern const std::span<const uint32_t> matvec8_q4_0;  // matvec.comp -DWT_Q4_0 -DTILE=8
+extern const std::span<const uint32_t> matvec8_q5_0;  // matvec.comp -DWT_Q5_0 -DTILE=8
+extern const std::span<const uint32_t> matvec8_q4_1;  // matvec.comp -DWT_Q4_1 -DTILE=8
+extern const std::span<const uint32_t> matvec8_q5_1;  // matvec.comp -DWT_Q5_1 -DTILE=8
+extern const std::span<const uint32_t> matvec8_q4_k;  // matvec.comp -DWT_Q4_K -DTILE=8
+extern const std::span<const uint32_t> matvec8_q5_k;  // matvec.comp -DWT_Q5_K -DTILE=8
+extern const std::span<const uint32_t> matvec8_q6_k;  // matvec.comp -DWT_Q6_K -DTILE=8
 
 extern const std::span<const uint32_t> elementwise_binary;  // elementwise.comp -DBINARY
 extern const std::span<const uint32_t> elementwise_unary;   // elementwise.comp -DUNARY
