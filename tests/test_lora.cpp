@@ -445,3 +445,20 @@ TEST(Lora, LlamaCppLoadsAToyAdapterAndPicksToysTokens) {
   apply_loras(*m, {{std::make_shared<const LoraAdapter>(read_lora(adapter)), 1.0f}});
   EXPECT_EQ(llama[0], test::toy_greedy_ids(*m, *Tokenizer::from_gguf(*file), "Once upon a time", 40).ids);
 }
+
+// serve's second model over one set of weights (Model::share_params): the same tensors afterwards,
+// and a model of another shape refused.
+TEST(Lora, ShareParamsGivesTheSameTensorsAndRefusesAnotherShape) {
+  ModelShape shape;
+  shape.n_vocab = 64, shape.d_model = 32, shape.n_layer = 2, shape.n_head = 4, shape.d_ff = 64, shape.n_ctx = 64;
+  std::unique_ptr<Model> a = random_model(shape, 1), b = random_model(shape, 2);
+  b->share_params(*a);
+  std::vector<const float*> of_a, of_b;
+  a->for_each_param([&](Tensor& t) { of_a.push_back(t.data()); });
+  b->for_each_param([&](Tensor& t) { of_b.push_back(t.data()); });
+  EXPECT_EQ(of_a, of_b);
+  ModelShape wider = shape;
+  wider.d_ff = 96;
+  std::unique_ptr<Model> c = random_model(wider, 3);
+  EXPECT_THROW(c->share_params(*a), ShapeError);
+}

@@ -1411,9 +1411,10 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
 // /lora-adapters. Adapter 0 is the reference's trained adapter A; adapter 1 is A with B doubled,
 // so that by W + s·(α/r)·B·A it is A at twice the scale. Every answer is checked against
 // `toy eval --lora-scaled A s` (itself checked against PyTorch in test_lora.cpp): scale 0 is the
-// base, and the scales of two adapters add up.
-
-TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
+// base, and the scales of two adapters add up. `device`: the flag that puts the server (and the
+// `toy eval` it is checked against) on a device, or "" for the CPU.
+namespace {
+void check_lora_scales(const std::string& device) {
   TOY_REQUIRE_FIXTURE(base, "models/smollm2/smollm2-f32.gguf");
   TOY_REQUIRE_FIXTURE(adapter, "train/lora-smollm2-final.gguf");
   const std::string A = adapter.string(), A2 = tmp("lora_doubled.gguf");
@@ -1422,7 +1423,8 @@ TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
     for (auto& [name, p] : doubled.pairs) p.B = toy::scale(p.B.clone(), 2.0f);
     toy::write_lora(doubled, A2);
   }
-  ServerProcess s(base.string(), "--name smol --parallel 2 --ctx 256 --lora " + A + " --lora-scaled " + A2 + " 0.5");
+  ServerProcess s(base.string(),
+                  "--name smol --parallel 2 --ctx 256 --lora " + A + " --lora-scaled " + A2 + " 0.5" + device);
   ASSERT_NE(s.port(), 0) << s.log();
   const int port = s.port();
 
@@ -1448,7 +1450,7 @@ TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
     return lp;
   };
   auto evaluated = [&](const std::string& flags) {
-    const auto e = run_toy("eval " + base.string() + " --ids " + id_list + " --json " + flags);
+    const auto e = run_toy("eval " + base.string() + " --ids " + id_list + " --json " + flags + device);
     EXPECT_EQ(e.code, 0) << e.err;
     const json scored = json::parse(e.out);
     std::vector<double> lp;
@@ -1536,10 +1538,23 @@ TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) {
 
   // An adapter that does not fit the base: exit 3 before listening, naming it.
   TOY_REQUIRE_FIXTURE(tiny, kModel);
-  const auto r = run_toy("serve " + tiny.string() + " --host not-an-address --port 0 --lora " + A);  // never listens
+  const auto r =
+      run_toy("serve " + tiny.string() + " --host not-an-address --port 0 --lora " + A + device);  // never listens
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find(A), std::string::npos) << r.err;
 }
+}  // namespace
+
+TEST(ServeLora, PerRequestAndGlobalScalesAsTheMathSays) { check_lora_scales(""); }
+
+#ifdef TOY_VULKAN
+// The same on vulkan:0 (lavapipe in CI): each set of scales a model over the base's device weights,
+// only its adapters uploaded (Model::share_params).
+TEST(ServeLora, PerRequestAndGlobalScalesOnVulkan) {
+  TOY_REQUIRE_VULKAN();
+  check_lora_scales(" --device vulkan");
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Prompt cache: a prompt that starts with what the slot holds (the previous prompt and the tokens

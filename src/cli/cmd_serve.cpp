@@ -78,10 +78,6 @@ int run(const Args& a) {
     throw UsageError("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
                      std::to_string(l.model->config().n_ctx));
 
-  if (chosen_device(a) != Device::cpu() && (a.has("lora") || a.has("lora-scaled")))
-    throw DeviceError(
-        "LoRA adapters do not run on a device yet: merge them first (toy export --lora), or serve "
-        "on the CPU");
   place_model(a, *l.model);  // before the first request: a server that cannot get its device does not start
 
   serve::ChatPromptSource chat = serve::chat_prompt_source(*l.file, l.tokenizer.get());
@@ -106,9 +102,14 @@ int run(const Args& a) {
   cfg.log_requests = !a.flag("quiet");
   cfg.pooling = pooling(a, *l.file, l.model->config().arch);
   // Adapters stay apart from the model: each set of scales a request asks for is the base loaded
-  // once more (its weights the same mapping) with them attached (serve/adapters.h).
-  serve::AdapterSetup adapters{.adapters = read_lora_flags(a),
-                               .load_base = [file = l.file] { return load_model(file); }};
+  // once more with them attached (serve/adapters.h), its weights the same mapping, or on a device
+  // the same device memory (only the adapters go up).
+  Model* served = l.model.get();
+  serve::AdapterSetup adapters{.adapters = read_lora_flags(a), .load_base = [file = l.file, served] {
+                                 std::unique_ptr<Model> m = load_model(file);
+                                 if (!served->device().is_cpu()) m->share_params(*served);
+                                 return m;
+                               }};
   serve::Server server(*l.model, l.tokenizer, chat, cfg, std::move(adapters));
   if (!server.chat().parse_error().empty())
     std::fprintf(stderr,

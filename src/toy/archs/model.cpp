@@ -205,7 +205,6 @@ std::unique_ptr<Model> random_model(const ModelShape& s, uint64_t seed) {
 }
 
 void Model::to(Device d) {
-  if (d == device_) return;
   std::vector<Tensor> moved;  // every parameter on d before any is replaced: a failure leaves the model as it was
   for_each_param([&](Tensor& t) {
     Tensor m = to_device(t, d);
@@ -219,6 +218,24 @@ void Model::to(Device d) {
   size_t i = 0;
   for_each_param([&](Tensor& t) { t = moved[i++]; });
   device_ = d;
+}
+
+void Model::share_params(Model& other) {
+  std::vector<Tensor> theirs;
+  other.for_each_param([&](Tensor& t) { theirs.push_back(t); });
+  size_t i = 0;
+  for_each_param([&](Tensor& t) {
+    if (i >= theirs.size() || theirs[i].name() != t.name() || theirs[i].shape() != t.shape())
+      throw ShapeError("share_params: parameter " + std::to_string(i) + " (" + t.name() + " " + to_string(t.shape()) +
+                       ") is not the other model's");
+    ++i;
+  });
+  if (i != theirs.size())
+    throw ShapeError("share_params: " + std::to_string(i) + " parameters, the other model has " +
+                     std::to_string(theirs.size()));
+  i = 0;
+  for_each_param([&](Tensor& t) { t = theirs[i++]; });
+  device_ = other.device_;
 }
 
 }  // namespace toy

@@ -48,10 +48,16 @@ class Model {
   // Whether `layer` attends, and so keeps keys and values in a KV cache: every layer, except a
   // hybrid's recurrent ones (their state is a RecurrentState).
   virtual bool attends(int64_t layer) const = 0;
-  // Moves every parameter to `d` (Device::cpu(): back to the host): forward() runs there from
-  // then on, and engines keep their caches there. Throws DeviceError where d cannot be had, and
-  // for a model with LoRA adapters (not on a device yet); the model is then left where it was.
+  // Moves every parameter to `d` (Device::cpu(): back to the host), LoRA adapters with their
+  // weights: forward() runs there from then on, and engines keep their caches there. On a model
+  // already on `d` it moves what is not (adapters attached since). Throws DeviceError where d
+  // cannot be had; the model is then left where it was.
   void to(Device d);
+  // This model's parameters become `other`'s, the same tensors (on a device, the same device
+  // memory), and its device other's: a second model over one set of weights, to attach other
+  // adapters to (serve/adapters.h) without a second upload. `other` is the same model, loaded
+  // from the same file; throws ShapeError where a parameter's name or shape differs.
+  void share_params(Model& other);
   Device device() const { return device_; }
 
  protected:

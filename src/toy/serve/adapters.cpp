@@ -69,6 +69,7 @@ std::shared_ptr<const Model> AdapterModels::make(const std::vector<float>& scale
     if (scales[i] != 0) applied.push_back({.adapter = adapters_[i].adapter, .scale = scales[i]});
   std::shared_ptr<Model> m = load_base_();
   apply_loras(*m, applied);
+  m->to(base_.device());  // the adapters where the base runs
   made_[scales] = m;
   return m;
 }

@@ -25,8 +25,10 @@
 namespace toy::serve {
 
 struct AdapterSetup {
-  std::vector<ScaledLora> adapters;                   // id = index; scale: the global one at start
-  std::function<std::unique_ptr<Model>()> load_base;  // the base model once more (needed when adapters is not empty)
+  std::vector<ScaledLora> adapters;  // id = index; scale: the global one at start
+  // The base model once more (needed when adapters is not empty), on its device: its weights shared
+  // with the base (Model::share_params), the adapters moved there after they are attached.
+  std::function<std::unique_ptr<Model>()> load_base;
 };
 
 class AdapterModels {
