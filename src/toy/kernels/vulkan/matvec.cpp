@@ -2,7 +2,7 @@
 #include "toy/kernels/vulkan/matvec.h"
 
 #include <array>
-#include <tuple>
+#include <span>
 
 #include "toy/kernels/kernels.h"
 #include "toy/kernels/reference.h"
@@ -23,15 +23,18 @@ constexpr int64_t kTile = 8;           // rows of x a workgroup takes (matvec.co
 // matvec.comp per weight dtype, compiled for a row of x a workgroup (tile 1) and for 8 (tile 8).
 std::vector<Variant> variants(int64_t tile) {
   using namespace spirv;
-  if (tile == 1)
-    return {{DType::F32, matvec_f32},   {DType::F16, matvec_f16},   {DType::BF16, matvec_bf16},
-            {DType::Q8_0, matvec_q8_0}, {DType::Q4_0, matvec_q4_0}, {DType::Q5_0, matvec_q5_0},
-            {DType::Q4_1, matvec_q4_1}, {DType::Q5_1, matvec_q5_1}, {DType::Q4_K, matvec_q4_k},
-            {DType::Q5_K, matvec_q5_k}, {DType::Q6_K, matvec_q6_k}};
-  return {{DType::F32, matvec8_f32},   {DType::F16, matvec8_f16},   {DType::BF16, matvec8_bf16},
-          {DType::Q8_0, matvec8_q8_0}, {DType::Q4_0, matvec8_q4_0}, {DType::Q5_0, matvec8_q5_0},
-          {DType::Q4_1, matvec8_q4_1}, {DType::Q5_1, matvec8_q5_1}, {DType::Q4_K, matvec8_q4_k},
-          {DType::Q5_K, matvec8_q5_k}, {DType::Q6_K, matvec8_q6_k}};
+  const struct {
+    DType dtype;
+    std::span<const uint32_t> one, eight;
+  } shaders[] = {{DType::F32, matvec_f32, matvec8_f32},    {DType::F16, matvec_f16, matvec8_f16},
+                 {DType::BF16, matvec_bf16, matvec8_bf16}, {DType::Q8_0, matvec_q8_0, matvec8_q8_0},
+                 {DType::Q4_0, matvec_q4_0, matvec8_q4_0}, {DType::Q5_0, matvec_q5_0, matvec8_q5_0},
+                 {DType::Q4_1, matvec_q4_1, matvec8_q4_1}, {DType::Q5_1, matvec_q5_1, matvec8_q5_1},
+                 {DType::Q4_K, matvec_q4_k, matvec8_q4_k}, {DType::Q5_K, matvec_q5_k, matvec8_q5_k},
+                 {DType::Q6_K, matvec_q6_k, matvec8_q6_k}};
+  std::vector<Variant> v;
+  for (const auto& sh : shaders) v.push_back({sh.dtype, tile == 1 ? sh.one : sh.eight});
+  return v;
 }
 }  // namespace
 
@@ -72,18 +75,20 @@ void Matvec::operator()(const Buffer& w, uint64_t w_off, DType wt, const Buffer&
   check_view("matvec", "y", y, y_off, uint64_t(M * N));
   if (b) check_view("matvec", "b", *b, 0, uint64_t(N));
   const std::array<const Buffer*, 4> buffers{&x, &w, &y, b ? b : &y};
-  // Workgroups of 8 rows n of W and a tile of 8 rows m of x, then one row m each for the rest.
+  // Workgroups of 8 rows n of W and a tile of 8 rows m of x, then one row m each for the rest
+  // (the push constants are copied as each dispatch is recorded).
   const Groups g = groups("matvec", uint64_t((N + kRowsPerGroup - 1) / kRowsPerGroup));
-  const int64_t tiled = M / kTile * kTile;
-  for (const auto& [m0, rows, tile] :
-       {std::tuple{int64_t(0), tiled, kTile}, std::tuple{tiled, M - tiled, int64_t(1)}}) {
-    if (rows == 0) continue;
-    const Push push{uint32_t(m0),    uint32_t(N),
-                    uint32_t(K),     uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4),
-                    uint32_t(y_off), uint32_t(w_off / w_unit),
-                    b ? 1u : 0u};
-    ctx_.dispatch(tile == 1 ? one : tiles_(wt, "matvec"), buffers, &push, g.x, g.y, uint32_t(rows / tile));
-  }
+  const int64_t tiled = M / kTile * kTile;  // rows of x in whole tiles
+  Push push{0,
+            uint32_t(N),
+            uint32_t(K),
+            uint32_t(q8_0 || a == DType::Q8_K ? x_off : x_off / 4),
+            uint32_t(y_off),
+            uint32_t(w_off / w_unit),
+            b ? 1u : 0u};
+  if (tiled > 0) ctx_.dispatch(tiles_(wt, "matvec"), buffers, &push, g.x, g.y, uint32_t(tiled / kTile));
+  push.m0 = uint32_t(tiled);
+  if (M > tiled) ctx_.dispatch(one, buffers, &push, g.x, g.y, uint32_t(M - tiled));
 }
 
 std::vector<float> matvec(Context& ctx, const void* w, DType wt, const float* x, int64_t M, int64_t N, int64_t K,
