@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "toy/archs/model.h"
 #include "toy/kernels/vulkan/devices.h"
 #include "toy/primitives/primitives.h"
 #include "toy/tensor/tensor.h"
@@ -25,6 +26,24 @@
   GTEST_SKIP() << "no Vulkan device: " << ::toy::kernels::vulkan::list_devices().problem
 
 namespace toy::test {
+
+// A small shape for random_model: D 32, 2 layers, 4 heads over 2 KV heads, d_ff 64, 64 positions;
+// for "dragon" attention every second layer over Gated DeltaNet layers of state size 8.
+inline ModelShape tiny_shape(const std::string& arch, int64_t n_vocab) {
+  auto u32 = [](int64_t v) { return gguf::Value::of_u32(uint32_t(v)); };
+  ModelShape s{.arch = arch,
+               .n_vocab = n_vocab,
+               .d_model = 32,
+               .n_layer = 2,
+               .n_head = 4,
+               .n_kv_head = 2,
+               .d_ff = 64,
+               .n_ctx = 64,
+               .tied_output = true,
+               .keys = {}};
+  if (arch == "dragon") s.keys = {{"ssm.state_size", u32(8)}, {"full_attention_interval", u32(2)}};
+  return s;
+}
 
 // n values drawn from N(0, sd²) by std::mt19937(seed).
 inline std::vector<float> randn(size_t n, uint32_t seed, float sd = 1.0f) {

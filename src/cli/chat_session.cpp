@@ -8,12 +8,14 @@
 
 namespace toy::cli {
 
-ChatSession::ChatSession(const Loaded& l, const SamplerConfig& sc, int64_t n_ctx, DType kv_type, std::string system)
+ChatSession::ChatSession(const Loaded& l, const SamplerConfig& sc, int64_t n_ctx, DType kv_type, std::string system,
+                         Speculation* spec)
     : model_(l),
       prompter_(serve::chat_prompt_source(*l.file, l.tokenizer.get())),
       engine_(*l.model, n_ctx, kv_type),
       sampler_(sc),
-      system_(std::move(system)) {
+      system_(std::move(system)),
+      spec_(spec) {
   if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer, so it cannot chat");
   if (!prompter_.parse_error().empty())
     throw InputError(l.file->path() + ": its chat template does not parse: " + prompter_.parse_error());
@@ -70,7 +72,7 @@ Streamed ChatSession::answer(const std::string& user, Budget limit, bool ignore_
   const std::vector<int32_t> fresh(prompt.begin() + std::ptrdiff_t(cached_.size()), prompt.end());
   const int64_t left = n_ctx - int64_t(prompt.size());
   const Budget bound{limit.n > 0 ? std::min(limit.n, left) : left, false};
-  Streamed s = stream_generation(engine_, sampler_, model_.tokenizer.get(), fresh, bound, ignore_eos, out, stop);
+  Streamed s = stream_generation(engine_, sampler_, model_.tokenizer.get(), fresh, bound, ignore_eos, out, stop, spec_);
   cached_.insert(cached_.end(), fresh.begin(), fresh.end());
   cached_.insert(cached_.end(), s.result.tokens.begin(), s.result.tokens.end());
   cached_.resize(size_t(engine_.n_past()));  // the last sampled token is not fed until the next turn
@@ -82,12 +84,13 @@ int one_chat_turn(const Args& a, const Loaded& l, const SamplerConfig& sc, int64
   if (a.has("ids")) throw UsageError("--chat takes a text prompt (-p, -f), not --ids");
   const std::optional<std::string> text = prompt_text(a);
   if (!text) throw UsageError("--chat needs the user's message: -p TEXT, -p - (standard input) or -f FILE");
-  ChatSession chat(l, sc, n_ctx, kv_type(a), a.str("system"));
+  const std::unique_ptr<Drafting> draft = drafting(a, l, n_ctx);
+  ChatSession chat(l, sc, n_ctx, kv_type(a), a.str("system"), draft ? &draft->spec : nullptr);
   const Streamed s = chat.answer(*text, limit.soft ? Budget{0, false} : limit, a.flag("ignore-eos"), stdout, nullptr);
   std::fputs("\n", stdout);
   std::fflush(stdout);
-  std::fprintf(stderr, "\ngenerated: %zu tokens | %s | seed %llu\n", s.result.tokens.size(), ending_text(s.ending),
-               (unsigned long long)sc.seed);
+  std::fprintf(stderr, "\ngenerated: %zu tokens%s | %s | seed %llu\n", s.result.tokens.size(),
+               drafting_summary(draft.get()).c_str(), ending_text(s.ending), (unsigned long long)sc.seed);
   return kOk;
 }
 

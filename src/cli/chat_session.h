@@ -18,7 +18,9 @@ namespace toy::cli {
 class ChatSession {
  public:
   // Warns on stderr when the model has no chat template (ChatML is used, as llama.cpp does).
-  ChatSession(const Loaded& l, const SamplerConfig& sc, int64_t n_ctx, DType kv_type, std::string system);
+  // With `spec` (cli/generation.h's drafting), answers are decoded speculatively.
+  ChatSession(const Loaded& l, const SamplerConfig& sc, int64_t n_ctx, DType kv_type, std::string system,
+              Speculation* spec = nullptr);
 
   // Adds `user` to the conversation, streams the answer to `out` and keeps it. The oldest turns
   // are dropped (with a note on stderr) when the conversation outgrows the context; a message that
@@ -37,6 +39,7 @@ class ChatSession {
   DecodeEngine engine_;
   Sampler sampler_;
   std::string system_;
+  Speculation* spec_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::vector<int32_t> cached_;  // the tokens in the engine's KV cache, in order
 };

@@ -52,7 +52,8 @@ int run(const Args& a) {
   const SamplerConfig sc = sampler_config(a);
   const int64_t n_ctx = context_size(a, l.model->config());
   const Budget limit = budget(a);
-  ChatSession chat(l, sc, n_ctx, kv_type(a), a.str("system"));
+  const std::unique_ptr<Drafting> draft = drafting(a, l, n_ctx);
+  ChatSession chat(l, sc, n_ctx, kv_type(a), a.str("system"), draft ? &draft->spec : nullptr);
 
   struct sigaction sa {};
   sa.sa_handler = on_sigint;

@@ -51,15 +51,18 @@ int run(const Args& a) {
     if (!l.tokenizer)
       for (int32_t id : prompt) std::printf("%d ", id);
   }
-  const Streamed s = stream_generation(engine, sampler, l.tokenizer.get(), prompt, limit, a.flag("ignore-eos"), stdout);
+  const std::unique_ptr<Drafting> draft = drafting(a, l, n_ctx);
+  const Streamed s = stream_generation(engine, sampler, l.tokenizer.get(), prompt, limit, a.flag("ignore-eos"), stdout,
+                                       nullptr, draft ? &draft->spec : nullptr);
   std::fputs("\n", stdout);
   std::fflush(stdout);
 
   const GenerateResult& r = s.result;
   const double pp = r.prompt_seconds > 0 ? double(r.prompt_tokens) / r.prompt_seconds : 0;
   const double tg = r.generate_seconds > 0 ? double(r.tokens.size()) / r.generate_seconds : 0;
-  std::fprintf(stderr, "\nprompt: %lld tokens, %.1f tok/s | generated: %zu tokens, %.1f tok/s | %s | seed %llu\n",
-               (long long)r.prompt_tokens, pp, r.tokens.size(), tg, ending_text(s.ending), (unsigned long long)sc.seed);
+  std::fprintf(stderr, "\nprompt: %lld tokens, %.1f tok/s | generated: %zu tokens, %.1f tok/s%s | %s | seed %llu\n",
+               (long long)r.prompt_tokens, pp, r.tokens.size(), tg, drafting_summary(draft.get()).c_str(),
+               ending_text(s.ending), (unsigned long long)sc.seed);
   return kOk;
 }
 
@@ -100,6 +103,7 @@ Registrar reg({
                "  toy infer -m model.gguf -f prompt.txt --temp 0.8 --top-k 40 --top-p 0.95 -s 7\n"
                "  echo \"Why is the sky blue?\" | toy infer qwen2.5:0.5b -p - --chat\n"
                "  toy infer model.gguf --ids 1,15043,3186 --temp 0\n"
+               "  toy infer big.gguf -md small.gguf -p \"...\"   speculative decoding: the same tokens, sooner\n"
                "  toy infer vit.gguf --image 17          the classes of test image 17 (a ViT)",
 });
 

@@ -123,7 +123,7 @@ Budget budget(const Args& a) {
 
 Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokenizer* tokenizer,
                            const std::vector<int32_t>& prompt, Budget limit, bool ignore_eos, std::FILE* out,
-                           const std::atomic<bool>* stop) {
+                           const std::atomic<bool>* stop, Speculation* spec) {
   Streamed s{.result = {}, .ending = Ending::Length, .text = {}};
   std::optional<TextStream> stream;
   if (tokenizer) stream.emplace(*tokenizer);
@@ -153,7 +153,7 @@ Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokeniz
     }
     return true;
   };
-  s.result = generate(engine, sampler, prompt, limit.hard(), hooks);
+  s.result = generate(engine, sampler, prompt, limit.hard(), hooks, spec);
   if (stream) {
     const std::string rest = stream->flush();
     s.text += rest;
@@ -164,6 +164,56 @@ Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokeniz
   else if (int64_t(s.result.tokens.size()) < limit.hard() && engine.n_past() >= engine.n_ctx())
     s.ending = Ending::ContextFull;
   return s;
+}
+
+std::unique_ptr<Drafting> drafting(const Args& a, const Loaded& target, int64_t n_ctx) {
+  const std::string type = a.str("spec-type");
+  if (type != "none" && type != "draft" && type != "ngram" && type != "ngram-simple")
+    throw UsageError("--spec-type " + type + ": none, draft or ngram (ngram-simple)");
+  const bool ngram = type == "ngram" || type == "ngram-simple";
+  if (ngram && a.has("model-draft")) throw UsageError("give either --model-draft or --spec-type ngram, not both");
+  if (type == "draft" && !a.has("model-draft")) throw UsageError("--spec-type draft needs -md/--model-draft FILE");
+  if (!ngram && !a.has("model-draft")) return nullptr;
+  auto d = std::make_unique<Drafting>();
+  const long long n_max = a.integer("draft-max"), n_min = a.integer("draft-min");
+  const double p_min = a.number("draft-p-min");
+  if (n_max < 1) throw UsageError("--draft-max must be ≥ 1");
+  if (n_min < 0 || n_min > n_max) throw UsageError("--draft-min must be between 0 and --draft-max");
+  if (!(p_min >= 0 && p_min <= 1)) throw UsageError("--draft-p-min must be between 0 and 1");
+  d->spec = {.n_max = n_max, .n_min = n_min};
+  if (ngram) {
+    const long long n = a.integer("spec-ngram-size-n"), m = a.integer("spec-ngram-size-m");
+    if (n < 1 || m < 1) throw UsageError("--spec-ngram-size-n and -m must be ≥ 1");
+    d->drafter = std::make_unique<NgramDrafter>(n, m);
+  } else {
+    const std::string path = resolve_model(a.str("model-draft"));
+    auto file = gguf::GgufFile::open(path);
+    d->model = load_model(file);
+    if (target.tokenizer && file->has("tokenizer.ggml.tokens")) {  // the same ids must mean the same text
+      const std::shared_ptr<const Tokenizer> t = Tokenizer::from_gguf(*file);
+      for (int32_t id = 0; id < std::min(t->n_vocab(), target.tokenizer->n_vocab()); ++id)
+        if (t->token_text(id) != target.tokenizer->token_text(id))
+          throw InputError(path + ": the draft's token " + std::to_string(id) + " is " +
+                           for_terminal(t->token_text(id)) + ", the target's " +
+                           for_terminal(target.tokenizer->token_text(id)) + ": the vocabularies differ");
+    }
+    if (target.model->device() != Device::cpu()) d->model->to(target.model->device());
+    try {
+      d->drafter = std::make_unique<ModelDrafter>(*d->model, *target.model, n_ctx, float(p_min), kv_type(a));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(path + ": " + e.what());
+    }
+  }
+  d->spec.drafter = d->drafter.get();
+  return d;
+}
+
+std::string drafting_summary(const Drafting* d) {
+  if (!d) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " | draft: %lld of %lld accepted (%.0f%%)", (long long)d->spec.accepted,
+                (long long)d->spec.drafted, 100 * d->spec.acceptance());
+  return buf;
 }
 
 std::vector<Flag> generation_flags() {
@@ -179,6 +229,34 @@ std::vector<Flag> generation_flags() {
       {"seed", FlagType::Int, "-1", "random seed (-1: from the clock)", 's'},
       {"ctx", FlagType::Int, "0", "context size (0: the model's, at most 4096)", 'c', {"--ctx-size"}},
       {"ignore-eos", FlagType::Bool, "", "keep generating past end-of-text tokens"},
+      {"model-draft",
+       FlagType::String,
+       "",
+       "speculative decoding with this draft model (FILE or NAME; the target's vocabulary): the same tokens, "
+       "sooner",
+       0,
+       {"-md", "--spec-draft-model"}},
+      {"spec-type", FlagType::String, "none", "speculative decoding: none, draft (with -md) or ngram (prompt lookup)"},
+      {"draft-max", FlagType::Int, "16", "most tokens drafted at a time", 0, {"--draft", "--draft-n"}},
+      {"draft-min", FlagType::Int, "0", "a shorter draft is not verified", 0, {"--draft-n-min"}},
+      {"draft-p-min",
+       FlagType::Float,
+       "0.75",
+       "the draft model stops where its best token is less likely than this",
+       0,
+       {"--spec-draft-p-min"}},
+      {"spec-ngram-size-n",
+       FlagType::Int,
+       "12",
+       "--spec-type ngram: the tokens looked up",
+       0,
+       {"--spec-ngram-simple-size-n"}},
+      {"spec-ngram-size-m",
+       FlagType::Int,
+       "48",
+       "--spec-type ngram: the most tokens drafted after a match",
+       0,
+       {"--spec-ngram-simple-size-m"}},
       device_flag(),
       gpu_layers_flag(),
       kv_type_flag(),

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,7 +70,20 @@ struct Streamed {
 };
 Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokenizer* tokenizer,
                            const std::vector<int32_t>& prompt, Budget limit, bool ignore_eos, std::FILE* out,
-                           const std::atomic<bool>* stop = nullptr);
+                           const std::atomic<bool>* stop = nullptr, Speculation* spec = nullptr);
+
+// Speculative decoding from the flags: -md/--model-draft FILE|NAME (a smaller model of the same
+// vocabulary, run where the target runs) or --spec-type ngram (prompt lookup), with --draft-max,
+// --draft-min, --draft-p-min and --spec-ngram-size-n/-m. Null without either. A draft of another
+// vocabulary is an InputError; bad limits a UsageError.
+struct Drafting {
+  std::unique_ptr<Model> model;  // the draft model; null for n-gram lookup
+  std::unique_ptr<Drafter> drafter;
+  Speculation spec;
+};
+std::unique_ptr<Drafting> drafting(const Args& a, const Loaded& target, int64_t n_ctx);
+// " | draft: 40 of 64 accepted (62%)" for the summary line; "" without speculation.
+std::string drafting_summary(const Drafting* d);
 
 // The sampling and context flags infer and chat share.
 std::vector<Flag> generation_flags();

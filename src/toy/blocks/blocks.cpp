@@ -64,6 +64,17 @@ RecurrentState::Layer& RecurrentState::layer(int64_t l) {
   return layers_[size_t(l)];
 }
 
+RecurrentState RecurrentState::copy() const {
+  auto copy_of = [](const Tensor& x) {
+    if (!x.defined()) return x;
+    return x.device() == Device::cpu() ? x.clone() : to_device(to_host(x), x.device());
+  };
+  RecurrentState c;
+  for (const Layer& l : layers_)
+    c.layers_.push_back({.conv = copy_of(l.conv), .delta = copy_of(l.delta), .seen = l.seen});
+  return c;
+}
+
 size_t RecurrentState::bytes() const {
   size_t n = 0;
   for (const Layer& l : layers_)

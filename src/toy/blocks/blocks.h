@@ -47,7 +47,8 @@ class RecurrentState {
     Tensor delta;      // [Hv, Dk, Dv] the delta-rule state
     int64_t seen = 0;  // tokens folded in
   };
-  Layer& layer(int64_t l);  // grows the list as needed
+  Layer& layer(int64_t l);      // grows the list as needed
+  RecurrentState copy() const;  // deep: the copy's tensors (on the same device) are its own
   void clear() { layers_.clear(); }
   bool empty() const { return layers_.empty(); }
   size_t bytes() const;

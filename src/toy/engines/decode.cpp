@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
+#include "toy/kernels/kernels.h"
 #include "toy/primitives/device.h"
 
 namespace toy {
@@ -57,6 +59,26 @@ Tensor DecodeEngine::feed(std::span<const int32_t> ids, bool last_only) {
   Tensor logits = to_host(model_->forward(Tensor::from_ids({1, T}, ids), ctx));  // [1, T or 1, V]
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
   return logits.reshape({logits.size(1), V});
+}
+
+void DecodeEngine::rewind(Mark& mark, int64_t n) {
+  if (n < mark.n_past || n > n_past())
+    throw std::invalid_argument("rewind: position " + std::to_string(n) + " is not between the mark (" +
+                                std::to_string(mark.n_past) + ") and the end (" + std::to_string(n_past()) + ")");
+  if (state_.empty()) {  // the KV rows past n are overwritten by what is fed next
+    tokens_.resize(size_t(n));
+    return;
+  }
+  const std::vector<int32_t> again(tokens_.begin() + mark.n_past, tokens_.begin() + n);
+  tokens_.resize(size_t(mark.n_past));
+  state_ = std::move(mark.state);
+  if (!again.empty()) feed(again, /*last_only=*/true);
+}
+
+int64_t DecodeEngine::exact_feed_limit() const {
+  for (int64_t l = 0; l < model_->config().n_layer; ++l)
+    if (!model_->attends(l)) return kernels::kDeltaRuleMinMatrixChunk - 1;
+  return std::numeric_limits<int64_t>::max();
 }
 
 Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::span<const int32_t> ids) {

@@ -46,6 +46,22 @@ class DecodeEngine {
     tokens_.clear();
     state_.clear();
   }
+  // A place to come back to after feeding tokens that may be taken back (a speculative draft's):
+  // the position and a copy of the recurrent layers' state (none for a model whose every layer
+  // attends: its KV rows past a position are simply overwritten later).
+  struct Mark {
+    int64_t n_past;
+    RecurrentState state;
+  };
+  Mark mark() const { return {n_past(), state_.copy()}; }
+  // Keeps the first n positions, mark.n_past ≤ n ≤ n_past(), as if nothing after them had been
+  // fed: a model with recurrent layers restarts from the mark's state and feeds its tokens again
+  // up to n. Spends the mark's state. Throws std::invalid_argument for n outside that range.
+  void rewind(Mark& mark, int64_t n);
+  // The most tokens one feed() takes whose rows and caches get the bits that feeding them one at a
+  // time gives: any number when every layer attends; a Gated DeltaNet layer runs fewer than
+  // kernels::kDeltaRuleMinMatrixChunk tokens as the recurrence, more in the chunked form.
+  int64_t exact_feed_limit() const;
   const Model& model() const { return *model_; }
   // Runs `m` from now on, a model of the same shape (the same base with other LoRA scales, as
   // the server switches them per request), and forgets every cached token: the rows cached were

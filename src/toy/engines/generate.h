@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "toy/engines/decode.h"
+#include "toy/engines/speculative.h"
 
 namespace toy {
 
@@ -24,8 +25,11 @@ struct GenerateHooks {
 };
 
 // Feeds `prompt` as one batch at the engine's current position, then samples up to
-// `n_predict` tokens (stopping early at the context end: finish_reason "length").
+// `n_predict` tokens (stopping early at the context end: finish_reason "length"). With `spec`,
+// each token sampled is fed with a draft of the tokens after it (engines/speculative.h): the same
+// tokens, hooks called in the same order, the engine left at the same place, in fewer passes; spec's
+// counts add up what was drafted and accepted.
 GenerateResult generate(DecodeEngine& engine, Sampler& sampler, std::span<const int32_t> prompt, int64_t n_predict,
-                        const GenerateHooks& hooks);
+                        const GenerateHooks& hooks, Speculation* spec = nullptr);
 
 }  // namespace toy

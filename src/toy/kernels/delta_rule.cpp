@@ -30,10 +30,6 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-// Below this many tokens a chunk runs as the plain recurrence: the matrix products' packing costs
-// more than they save (a decode step is one token).
-constexpr int64_t kMinMatrixChunk = 8;
-
 // The recurrence for tokens [t0, t1) of value head h, two passes over the state per token:
 // S ← e^{g}·S and u = Sᵀk together, then S ← S + k dᵀ and o = Sᵀq·scale together.
 void delta_rule_tokens(const DeltaRuleGeometry& g, int64_t h, int64_t t0, int64_t t1, const float* q, const float* k,
@@ -75,7 +71,7 @@ void delta_rule_head(const DeltaRuleGeometry& g, int64_t h, const float* q, cons
       KK(L * L), QK(L * L), Tinv(L * L), U(L * size_t(Dv)), W(L * size_t(Dk)), O(L * size_t(Dv));
   for (int64_t c0 = 0; c0 < g.T; c0 += chunk) {
     const int64_t n = std::min(chunk, g.T - c0);
-    if (n < kMinMatrixChunk) {
+    if (n < kDeltaRuleMinMatrixChunk) {  // the packing for gemm would cost more than it saves
       delta_rule_tokens(g, h, c0, c0 + n, q, k, v, gate, beta, s, o);
       continue;
     }

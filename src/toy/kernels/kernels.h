@@ -169,7 +169,10 @@ struct DeltaRuleGeometry {
 // q, k [T, Hk, Dk], v [T, Hv, Dv], g, beta [T, Hv], S [Hv, Dk, Dv] (read, then overwritten by the
 // state after the last token), o [T, Hv, Dv]. Computed in chunks of `chunk` tokens (the WY / UT
 // form: one triangular solve per chunk, then matrix products); chunk 1 is the plain recurrence.
+// A chunk of fewer than kDeltaRuleMinMatrixChunk tokens (the last one, or a whole short feed) runs
+// as the recurrence too, so its rows and state have the bits of feeding its tokens one at a time.
 // Heads are split over the threads; the result does not depend on their number.
+constexpr int64_t kDeltaRuleMinMatrixChunk = 8;
 void gated_delta_rule(const DeltaRuleGeometry& g, const float* q, const float* k, const float* v, const float* gate,
                       const float* beta, float* S, float* o, int64_t chunk);
 // Its gradients, token by token backwards through the states (recomputed from S0, the state the
