@@ -171,6 +171,16 @@ std::unique_ptr<RawConn> hold_a_slot(int port, int n = 1) {
   return c;
 }
 
+// The answer's text (+ logprobs when asked) of a completion, from a plain or a streamed response.
+std::string answer(const Reply& r, bool stream) {
+  if (!stream) return r.j()["choices"][0].dump();
+  bool done = false;
+  std::string text;
+  for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
+  EXPECT_TRUE(done);
+  return text;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -1369,15 +1379,6 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
        {"stream", true},
        {"ignore_eos", true}},
   };
-  // The answer's text (+ logprobs when asked), from a plain or a streamed response.
-  auto answer = [](const Reply& r, bool stream) {
-    if (!stream) return r.j()["choices"][0].dump();
-    bool done = false;
-    std::string text;
-    for (const json& e : sse_events(r.body, &done)) text += e["choices"][0]["text"].get<std::string>();
-    EXPECT_TRUE(done);
-    return text;
-  };
   std::vector<std::string> alone;
   for (const json& q : requests) {
     const Reply r = post(port, "/v1/completions", q);
@@ -1405,6 +1406,84 @@ TEST(ServeBatch, ConcurrentRequestsAreBatchedAndAnswerAsAlone) {
   EXPECT_GT(tokens, steps + steps / 2);
   EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
 }
+
+// Speculative decoding (-md, --spec-type ngram): four concurrent requests (greedy, seeded
+// sampling, logprobs, penalties, streamed or not, one with its own speculative.n_max) get the
+// answers a server without speculation gives each alone, and /metrics counts the guesses.
+namespace {
+void check_speculation(const std::string& family) {
+  TOY_REQUIRE_FIXTURE(target, "models/" + family + "/" + family + "-f32.gguf");
+  TOY_REQUIRE_FIXTURE(draft, "models/" + family + "/" + family + "-q8_0.gguf");
+  const std::vector<json> requests = {
+      {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}, {"logprobs", 2}, {"ignore_eos", true}},
+      {{"prompt", "The cat sat"},
+       {"max_tokens", 40},
+       {"temperature", 0.9},
+       {"seed", 7},
+       {"stream", true},
+       {"ignore_eos", true}},
+      {{"prompt", "In a galaxy far away"},
+       {"max_tokens", 48},
+       {"temperature", 1.1},
+       {"seed", 8},
+       {"frequency_penalty", 0.5},
+       {"speculative.n_max", 3},
+       {"ignore_eos", true}},
+      {{"prompt", "one two one two one two"},
+       {"max_tokens", 32},
+       {"temperature", 0},
+       {"stream", true},
+       {"ignore_eos", true}},
+  };
+  std::vector<std::string> alone;
+  {
+    ServerProcess plain(target.string(), "--parallel 1 --ctx 256");
+    ASSERT_NE(plain.port(), 0) << plain.log();
+    for (const json& q : requests) {
+      const Reply r = post(plain.port(), "/v1/completions", q);
+      ASSERT_EQ(r.status, 200) << r.body;
+      alone.push_back(answer(r, q.value("stream", false)));
+    }
+  }
+  double accepted = 0;
+  for (const std::string& spec : {"-md " + draft.string() + " --draft-p-min 0 --draft-max 5",
+                                  std::string("--spec-type ngram --spec-ngram-size-n 1")}) {
+    SCOPED_TRACE(spec);
+    ServerProcess s(target.string(), "--parallel 4 --ctx 256 " + spec);
+    ASSERT_NE(s.port(), 0) << s.log();
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::future<Reply>> futures;
+      for (const json& q : requests)
+        futures.push_back(std::async(std::launch::async, [&, q] { return post(s.port(), "/v1/completions", q); }));
+      for (size_t i = 0; i < requests.size(); ++i) {
+        const Reply r = futures[i].get();
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(answer(r, requests[i].value("stream", false)), alone[i]) << "request " << i << ", round " << round;
+      }
+    }
+    const std::string metrics = get(s.port(), "/metrics").body;
+    auto metric = [&](const std::string& name) {
+      const size_t at = metrics.find("\n" + name + " ");
+      return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + name.size() + 2));
+    };
+    EXPECT_GT(metric("toy_draft_tokens_total"), metric("toy_draft_tokens_accepted_total")) << metrics;
+    accepted += metric("toy_draft_tokens_accepted_total");
+    // A request's limits are checked.
+    for (const json& bad : {json{{"speculative.n_max", 0}}, json{{"speculative.n_min", 9}, {"speculative.n_max", 4}},
+                            json{{"speculative.p_min", 1.5}}, json{{"speculative.n_max", "8"}}}) {
+      json q = {{"prompt", "Hi"}, {"max_tokens", 4}};
+      q.update(bad);
+      EXPECT_EQ(post(s.port(), "/v1/completions", q).status, 400) << bad.dump();
+    }
+    EXPECT_EQ(s.stop(SIGTERM), 0) << s.log();
+  }
+  EXPECT_GT(accepted, 0);  // guesses were kept, and (above) cut
+}
+
+}  // namespace
+
+TEST(ServeSpeculative, FourStreamsAnswerAsWithoutADraft) { check_speculation("smollm2"); }
+TEST(ServeSpeculative, FourStreamsOfAHybridAnswerAsWithoutADraft) { check_speculation("qwen35"); }
 
 // ---------------------------------------------------------------------------------------------
 // LoRA adapters (--lora, --lora-scaled): llama-server's per-request `lora` field and GET/POST

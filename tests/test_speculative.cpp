@@ -99,11 +99,11 @@ TEST(Speculative, SameTokensAsPlainDecodingOnEveryArchitecture) {
       const std::string how = sc.temperature > 0 ? "sampled" : "greedy";
       const Outcome plain = run(*target, sc, nullptr, 24);
       ASSERT_EQ(plain.tokens.size(), 24u);
-      ModelDrafter model_drafter(*draft, *target, 64, /*p_min=*/0);
+      ModelDrafter model_drafter(*draft, *target, 64);
       NgramDrafter ngram(2, 6);
       for (auto [drafter, name] : {std::pair<Drafter*, const char*>{&model_drafter, "draft model"}, {&ngram, "n-gram"}})
         for (int64_t n_max : {3, 16}) {
-          Speculation spec{.drafter = drafter, .n_max = n_max};
+          Speculation spec{.drafter = drafter, .n_max = n_max, .p_min = 0};
           expect_same(plain, run(*target, sc, &spec, 24), how + ", " + name + ", --draft-max " + std::to_string(n_max));
           EXPECT_LE(spec.accepted, spec.drafted);
           drafted += spec.drafted;
@@ -119,8 +119,8 @@ TEST(Speculative, SameTokensAsPlainDecodingOnEveryArchitecture) {
 
 TEST(Speculative, ADraftOfAnotherVocabularyIsRefused) {
   auto a = random_model(test::tiny_shape("llama", 64), 1), b = random_model(test::tiny_shape("llama", 65), 1);
-  EXPECT_THROW(ModelDrafter(*b, *a, 64, 0), std::invalid_argument);
-  EXPECT_NO_THROW(ModelDrafter(*a, *a, 64, 0));
+  EXPECT_THROW(ModelDrafter(*b, *a, 64), std::invalid_argument);
+  EXPECT_NO_THROW(ModelDrafter(*a, *a, 64));
 }
 
 // A mark, tokens fed, a rewind to a position between: the same bits afterwards as an engine that
@@ -169,10 +169,10 @@ TEST(Speculative, AHybridsFeedUpToTheLimitEqualsOneTokenAtATime) {
 TEST(Speculative, NgramLookupDraftsWhatFollowedTheLastMatch) {
   NgramDrafter d(3, 4);
   const std::vector<int32_t> ctx = {1, 2, 3, 9, 8, 7, 6, 5, 1, 2, 3, 4, 0, 1, 2, 3};
-  EXPECT_EQ(d.draft(ctx, 16), (std::vector<int32_t>{4, 0, 1, 2}));  // the most recent match; m = 4
-  EXPECT_EQ(d.draft(ctx, 2), (std::vector<int32_t>{4, 0}));         // n caps it
-  EXPECT_TRUE(d.draft(std::vector<int32_t>{1, 2, 3, 1, 2}, 16).empty());
-  EXPECT_EQ(NgramDrafter(1, 8).draft(std::vector<int32_t>{5, 6, 7, 5}, 16), (std::vector<int32_t>{6, 7, 5}));
+  EXPECT_EQ(d.draft(ctx, 16, 0), (std::vector<int32_t>{4, 0, 1, 2}));  // the most recent match; m = 4
+  EXPECT_EQ(d.draft(ctx, 2, 0), (std::vector<int32_t>{4, 0}));         // n caps it
+  EXPECT_TRUE(d.draft(std::vector<int32_t>{1, 2, 3, 1, 2}, 16, 0).empty());
+  EXPECT_EQ(NgramDrafter(1, 8).draft(std::vector<int32_t>{5, 6, 7, 5}, 16, 0), (std::vector<int32_t>{6, 7, 5}));
   EXPECT_THROW(NgramDrafter(0, 4), std::invalid_argument);
 }
 
@@ -182,7 +182,7 @@ namespace {
 class Fixed : public Drafter {
  public:
   explicit Fixed(int32_t id) : id_(id) {}
-  std::vector<int32_t> draft(std::span<const int32_t>, int64_t n) override {
+  std::vector<int32_t> draft(std::span<const int32_t>, int64_t n, float) override {
     return n > 0 ? std::vector<int32_t>{id_} : std::vector<int32_t>{};
   }
 

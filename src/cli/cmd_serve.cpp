@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/common.h"
+#include "cli/generation.h"
 #include "toy/primitives/device.h"
 #include "toy/serve/server.h"
 
@@ -110,6 +111,11 @@ int run(const Args& a) {
                                  if (!served->device().is_cpu()) m->share_params(*served);
                                  return m;
                                }};
+  const DraftFlags draft = draft_flags(a, l);
+  cfg.draft_model = draft.model.get();
+  cfg.ngram_n = draft.ngram_n;
+  cfg.ngram_m = draft.ngram_m;
+  cfg.speculation = draft.limits;
   serve::Server server(*l.model, l.tokenizer, chat, cfg, std::move(adapters));
   if (!server.chat().parse_error().empty())
     std::fprintf(stderr,
@@ -137,41 +143,47 @@ int run(const Args& a) {
   return kOk;
 }
 
+std::vector<Flag> flags() {
+  std::vector<Flag> f = {
+      model_flag(),
+      {"host", FlagType::String, "127.0.0.1", "address to listen on (0.0.0.0: every interface)"},
+      {"port", FlagType::Int, "8080", "TCP port (0: any free port; the line 'listening on …' says which)"},
+      {"name", FlagType::String, "", "model id clients ask for (default: the file name without .gguf)"},
+      {"parallel", FlagType::Int, "1", "requests generating at once, each with its own KV cache; decoded as one batch"},
+      {"queue", FlagType::Int, "16", "requests that may wait for a slot; more get 503"},
+      {"ctx",
+       FlagType::Int,
+       "0",
+       "context per slot, prompt + completion (0: the model's, at most 4096)",
+       'c',
+       {"--ctx-size"}},
+      {"max-body", FlagType::Int, "1048576", "largest request body in bytes; larger: 413"},
+      {"api-key", FlagType::String, "", "require 'Authorization: Bearer KEY' on the API routes"},
+      {"chat-template", FlagType::Path, "", "a Jinja chat template to use instead of the model's"},
+      {"timeout", FlagType::Int, "30",
+       "seconds a client has to send a whole request (line, headers, body); also the longest a write may "
+       "stall"},
+      {"conns-per-client", FlagType::Int, "16",
+       "connections one client address may hold open at once; more are answered 429 and closed"},
+      {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
+      {"pooling", FlagType::String, "",
+       "how /v1/embeddings pools an input's hidden states: mean, cls or last (default: the file's "
+       "pooling_type, else mean)"},
+      kv_type_flag(),
+      device_flag(),
+      gpu_layers_flag(),
+      lora_flag(),
+      lora_scaled_flag(),
+      threads_flag()};
+  for (Flag& g : speculation_flags()) f.push_back(std::move(g));
+  return f;
+}
+
 Registrar reg({
     .name = "serve",
     .summary = "serve a model over the OpenAI HTTP API (completions, chat, streaming, embeddings)",
     .positionals = {{"MODEL", "a GGUF model with a tokenizer (default: the embedded story model)", false}},
-    .flags = {model_flag(),
-              {"host", FlagType::String, "127.0.0.1", "address to listen on (0.0.0.0: every interface)"},
-              {"port", FlagType::Int, "8080", "TCP port (0: any free port; the line 'listening on …' says which)"},
-              {"name", FlagType::String, "", "model id clients ask for (default: the file name without .gguf)"},
-              {"parallel", FlagType::Int, "1",
-               "requests generating at once, each with its own KV cache; decoded as one batch"},
-              {"queue", FlagType::Int, "16", "requests that may wait for a slot; more get 503"},
-              {"ctx",
-               FlagType::Int,
-               "0",
-               "context per slot, prompt + completion (0: the model's, at most 4096)",
-               'c',
-               {"--ctx-size"}},
-              {"max-body", FlagType::Int, "1048576", "largest request body in bytes; larger: 413"},
-              {"api-key", FlagType::String, "", "require 'Authorization: Bearer KEY' on the API routes"},
-              {"chat-template", FlagType::Path, "", "a Jinja chat template to use instead of the model's"},
-              {"timeout", FlagType::Int, "30",
-               "seconds a client has to send a whole request (line, headers, body); also the longest a write may "
-               "stall"},
-              {"conns-per-client", FlagType::Int, "16",
-               "connections one client address may hold open at once; more are answered 429 and closed"},
-              {"quiet", FlagType::Bool, "", "do not log each request on stderr"},
-              {"pooling", FlagType::String, "",
-               "how /v1/embeddings pools an input's hidden states: mean, cls or last (default: the file's "
-               "pooling_type, else mean)"},
-              kv_type_flag(),
-              device_flag(),
-              gpu_layers_flag(),
-              lora_flag(),
-              lora_scaled_flag(),
-              threads_flag()},
+    .flags = flags(),
     .run = run,
     .details = "example:\n  toy serve model.gguf --port 8080 --name smol --parallel 4\n"
                "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' -d "

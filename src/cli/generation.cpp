@@ -166,29 +166,31 @@ Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokeniz
   return s;
 }
 
-std::unique_ptr<Drafting> drafting(const Args& a, const Loaded& target, int64_t n_ctx) {
+DraftFlags draft_flags(const Args& a, const Loaded& target) {
   const std::string type = a.str("spec-type");
   if (type != "none" && type != "draft" && type != "ngram" && type != "ngram-simple")
     throw UsageError("--spec-type " + type + ": none, draft or ngram (ngram-simple)");
   const bool ngram = type == "ngram" || type == "ngram-simple";
   if (ngram && a.has("model-draft")) throw UsageError("give either --model-draft or --spec-type ngram, not both");
   if (type == "draft" && !a.has("model-draft")) throw UsageError("--spec-type draft needs -md/--model-draft FILE");
-  if (!ngram && !a.has("model-draft")) return nullptr;
-  auto d = std::make_unique<Drafting>();
+  DraftFlags d;
   const long long n_max = a.integer("draft-max"), n_min = a.integer("draft-min");
   const double p_min = a.number("draft-p-min");
-  if (n_max < 1) throw UsageError("--draft-max must be ≥ 1");
+  if (n_max < 1 || n_max > 1024) throw UsageError("--draft-max must be between 1 and 1024");
   if (n_min < 0 || n_min > n_max) throw UsageError("--draft-min must be between 0 and --draft-max");
   if (!(p_min >= 0 && p_min <= 1)) throw UsageError("--draft-p-min must be between 0 and 1");
-  d->spec = {.n_max = n_max, .n_min = n_min};
+  d.limits = {.n_max = n_max, .n_min = n_min, .p_min = float(p_min)};
   if (ngram) {
-    const long long n = a.integer("spec-ngram-size-n"), m = a.integer("spec-ngram-size-m");
-    if (n < 1 || m < 1) throw UsageError("--spec-ngram-size-n and -m must be ≥ 1");
-    d->drafter = std::make_unique<NgramDrafter>(n, m);
-  } else {
+    d.ngram_n = a.integer("spec-ngram-size-n");
+    d.ngram_m = a.integer("spec-ngram-size-m");
+    if (d.ngram_n < 1 || d.ngram_m < 1) throw UsageError("--spec-ngram-size-n and -m must be ≥ 1");
+  } else if (a.has("model-draft")) {
     const std::string path = resolve_model(a.str("model-draft"));
     auto file = gguf::GgufFile::open(path);
-    d->model = load_model(file);
+    d.model = load_model(file);
+    if (d.model->config().n_vocab != target.model->config().n_vocab)
+      throw InputError(path + ": the draft model has " + std::to_string(d.model->config().n_vocab) +
+                       " tokens in its vocabulary, the target " + std::to_string(target.model->config().n_vocab));
     if (target.tokenizer && file->has("tokenizer.ggml.tokens")) {  // the same ids must mean the same text
       const std::shared_ptr<const Tokenizer> t = Tokenizer::from_gguf(*file);
       for (int32_t id = 0; id < std::min(t->n_vocab(), target.tokenizer->n_vocab()); ++id)
@@ -197,13 +199,21 @@ std::unique_ptr<Drafting> drafting(const Args& a, const Loaded& target, int64_t 
                            for_terminal(t->token_text(id)) + ", the target's " +
                            for_terminal(target.tokenizer->token_text(id)) + ": the vocabularies differ");
     }
-    if (target.model->device() != Device::cpu()) d->model->to(target.model->device());
-    try {
-      d->drafter = std::make_unique<ModelDrafter>(*d->model, *target.model, n_ctx, float(p_min), kv_type(a));
-    } catch (const std::invalid_argument& e) {
-      throw InputError(path + ": " + e.what());
-    }
+    if (!target.model->device().is_cpu()) d.model->to(target.model->device());
   }
+  return d;
+}
+
+std::unique_ptr<Drafting> drafting(const Args& a, const Loaded& target, int64_t n_ctx) {
+  DraftFlags flags = draft_flags(a, target);
+  if (!flags.any()) return nullptr;
+  auto d = std::make_unique<Drafting>();
+  d->flags = std::move(flags);
+  if (d->flags.model)
+    d->drafter = std::make_unique<ModelDrafter>(*d->flags.model, *target.model, n_ctx, kv_type(a));
+  else
+    d->drafter = std::make_unique<NgramDrafter>(d->flags.ngram_n, d->flags.ngram_m);
+  d->spec = d->flags.limits;
   d->spec.drafter = d->drafter.get();
   return d;
 }
@@ -217,7 +227,7 @@ std::string drafting_summary(const Drafting* d) {
 }
 
 std::vector<Flag> generation_flags() {
-  return {
+  std::vector<Flag> flags = {
       {"n-predict", FlagType::Int, "128",
        "tokens to generate; without -n: up to the first sentence end after 128 (at most 192)", 'n'},
       {"temp", FlagType::Float, "0.8", "temperature; 0 is greedy"},
@@ -229,6 +239,17 @@ std::vector<Flag> generation_flags() {
       {"seed", FlagType::Int, "-1", "random seed (-1: from the clock)", 's'},
       {"ctx", FlagType::Int, "0", "context size (0: the model's, at most 4096)", 'c', {"--ctx-size"}},
       {"ignore-eos", FlagType::Bool, "", "keep generating past end-of-text tokens"},
+      device_flag(),
+      gpu_layers_flag(),
+      kv_type_flag(),
+      threads_flag(),
+  };
+  for (Flag& f : speculation_flags()) flags.push_back(std::move(f));
+  return flags;
+}
+
+std::vector<Flag> speculation_flags() {
+  return {
       {"model-draft",
        FlagType::String,
        "",
@@ -257,10 +278,6 @@ std::vector<Flag> generation_flags() {
        "--spec-type ngram: the most tokens drafted after a match",
        0,
        {"--spec-ngram-simple-size-m"}},
-      device_flag(),
-      gpu_layers_flag(),
-      kv_type_flag(),
-      threads_flag(),
   };
 }
 

@@ -72,12 +72,20 @@ Streamed stream_generation(DecodeEngine& engine, Sampler& sampler, const Tokeniz
                            const std::vector<int32_t>& prompt, Budget limit, bool ignore_eos, std::FILE* out,
                            const std::atomic<bool>* stop = nullptr, Speculation* spec = nullptr);
 
-// Speculative decoding from the flags: -md/--model-draft FILE|NAME (a smaller model of the same
-// vocabulary, run where the target runs) or --spec-type ngram (prompt lookup), with --draft-max,
-// --draft-min, --draft-p-min and --spec-ngram-size-n/-m. Null without either. A draft of another
-// vocabulary is an InputError; bad limits a UsageError.
+// Speculative decoding from the flags (speculation_flags): -md/--model-draft FILE|NAME (a smaller
+// model of the same vocabulary, placed where the target runs) or --spec-type ngram (prompt
+// lookup), with --draft-max, --draft-min, --draft-p-min and --spec-ngram-size-n/-m. A draft of
+// another vocabulary is an InputError; bad limits a UsageError.
+struct DraftFlags {
+  std::unique_ptr<Model> model;       // the draft model; null for n-gram lookup or no speculation
+  int64_t ngram_n = 0, ngram_m = 48;  // n-gram lookup when ngram_n > 0
+  Speculation limits;                 // n_max, n_min, p_min (no drafter)
+  bool any() const { return model || ngram_n > 0; }
+};
+DraftFlags draft_flags(const Args& a, const Loaded& target);
+// The one drafter of `toy infer` and `toy chat` over those flags; null without speculation.
 struct Drafting {
-  std::unique_ptr<Model> model;  // the draft model; null for n-gram lookup
+  DraftFlags flags;
   std::unique_ptr<Drafter> drafter;
   Speculation spec;
 };
@@ -85,7 +93,8 @@ std::unique_ptr<Drafting> drafting(const Args& a, const Loaded& target, int64_t 
 // " | draft: 40 of 64 accepted (62%)" for the summary line; "" without speculation.
 std::string drafting_summary(const Drafting* d);
 
-// The sampling and context flags infer and chat share.
+// The sampling and context flags infer and chat share (speculation_flags among them).
 std::vector<Flag> generation_flags();
+std::vector<Flag> speculation_flags();  // -md, --spec-type, --draft-max, ... (serve's too)
 
 }  // namespace toy::cli

@@ -53,7 +53,7 @@ GenerateResult generate(DecodeEngine& engine, Sampler& sampler, std::span<const 
       context.push_back(next);
       const int64_t n = std::min({spec->n_max, n_predict - int64_t(r.tokens.size()) - 1,
                                   engine.n_ctx() - engine.n_past() - 1, engine.exact_feed_limit() - 1});
-      draft = spec->drafter->draft(context, n);
+      draft = spec->drafter->draft(context, n, spec->p_min);
       if (int64_t(draft.size()) < spec->n_min) draft.clear();
       spec->drafted += int64_t(draft.size());
     }

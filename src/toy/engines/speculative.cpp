@@ -19,14 +19,14 @@ double probability(std::span<const float> z, int32_t id) {
 
 }  // namespace
 
-ModelDrafter::ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, float p_min, DType kv_type)
-    : engine_(draft, std::min(n_ctx, draft.config().n_ctx), kv_type), p_min_(p_min) {
+ModelDrafter::ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, DType kv_type)
+    : engine_(draft, std::min(n_ctx, draft.config().n_ctx), kv_type) {
   if (draft.config().n_vocab != target.config().n_vocab)
     throw std::invalid_argument("the draft model has " + std::to_string(draft.config().n_vocab) +
                                 " tokens in its vocabulary, the target " + std::to_string(target.config().n_vocab));
 }
 
-std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> context, int64_t n) {
+std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> context, int64_t n, float p_min) {
   n = std::min(n, engine_.n_ctx() - int64_t(context.size()));  // the context and n − 1 drafts are fed
   if (n <= 0 || context.empty()) return {};
   // Keep the cached prefix of the context, but feed at least its last token (for its logits).
@@ -44,7 +44,7 @@ std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> context, int64
   for (;;) {
     const std::span<const float> z(logits.data(), size_t(logits.numel()));
     const int32_t best = argmax(z);
-    if (p_min_ > 0 && probability(z, best) < p_min_) break;
+    if (p_min > 0 && probability(z, best) < p_min) break;
     out.push_back(best);
     if (int64_t(out.size()) == n) break;
     logits = engine_.feed(std::span<const int32_t>(&best, 1), true);
@@ -58,7 +58,7 @@ NgramDrafter::NgramDrafter(int64_t n, int64_t m) : n_(n), m_(m) {
                                 ") must be at least 1");
 }
 
-std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> context, int64_t n) {
+std::vector<int32_t> NgramDrafter::draft(std::span<const int32_t> context, int64_t n, float) {
   const int64_t L = int64_t(context.size());
   if (n <= 0 || L <= n_) return {};
   const auto pattern = context.subspan(size_t(L - n_));  // the last n_ tokens

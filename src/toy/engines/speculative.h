@@ -30,22 +30,23 @@ class Drafter {
  public:
   virtual ~Drafter() = default;
   // Up to n tokens guessed to follow `context` (every token of the sequence so far, the one
-  // sampled last included); fewer, or none, where it has no good guess.
-  virtual std::vector<int32_t> draft(std::span<const int32_t> context, int64_t n) = 0;
+  // sampled last included); fewer, or none, where it has no good guess. A model drafter stops
+  // where its best token is less likely than p_min; lookup has no probabilities to weigh.
+  virtual std::vector<int32_t> draft(std::span<const int32_t> context, int64_t n, float p_min) = 0;
 };
 
 // A smaller model of the same vocabulary drafts greedily, stopping early where its best token's
 // probability falls below p_min (llama.cpp's --draft-p-min). It keeps its own KV cache in step
-// with the context: only what is new since its last draft is fed.
+// with the context: only what is new since its last draft is fed. One sequence: a server keeps
+// one per slot.
 class ModelDrafter : public Drafter {
  public:
   // Throws std::invalid_argument when the two vocabularies differ in size.
-  ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, float p_min, DType kv_type = DType::F32);
-  std::vector<int32_t> draft(std::span<const int32_t> context, int64_t n) override;
+  ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, DType kv_type = DType::F32);
+  std::vector<int32_t> draft(std::span<const int32_t> context, int64_t n, float p_min) override;
 
  private:
   DecodeEngine engine_;
-  float p_min_;
   std::optional<DecodeEngine::Mark> mark_;  // where the context of the last draft ended
 };
 
@@ -56,7 +57,7 @@ class ModelDrafter : public Drafter {
 class NgramDrafter : public Drafter {
  public:
   NgramDrafter(int64_t n, int64_t m);  // throws std::invalid_argument unless n, m ≥ 1
-  std::vector<int32_t> draft(std::span<const int32_t> context, int64_t n) override;
+  std::vector<int32_t> draft(std::span<const int32_t> context, int64_t n, float p_min) override;
 
  private:
   int64_t n_, m_;
@@ -67,6 +68,7 @@ struct Speculation {
   Drafter* drafter = nullptr;  // never null when generate() is given a Speculation
   int64_t n_max = 16;          // tokens a draft may have (llama.cpp's --draft-max)
   int64_t n_min = 0;           // a shorter draft is not verified (--draft-min)
+  float p_min = 0.75f;         // a model drafter's confidence to go on (--draft-p-min)
   int64_t drafted = 0;         // draft tokens verified
   int64_t accepted = 0;        // of those, the ones the target's own draws agreed with
   double acceptance() const { return drafted > 0 ? double(accepted) / double(drafted) : 0; }

@@ -108,6 +108,32 @@ void Completion::take_tokens(Delta& d) {
 void Completion::end(const char* finish_reason) {
   r_.finish_reason = finish_reason;
   done_ = true;
+  forget_draft();
+}
+
+void Completion::forget_draft() {
+  if (valid() < engine_.n_past()) engine_.rewind(*mark_, valid());
+  draft_.clear();
+  row_ = 0;
+}
+
+bool Completion::feed_with_draft() {
+  Speculation& sp = s_.speculation;
+  if (!sp.drafter) return false;
+  std::vector<int32_t> context = engine_.tokens();
+  context.push_back(next_);
+  const int64_t n = std::min({sp.n_max, s_.max_tokens - r_.completion_tokens - 1,
+                              engine_.n_ctx() - engine_.n_past() - 1, engine_.exact_feed_limit() - 1});
+  std::vector<int32_t> draft = sp.drafter->draft(context, n, sp.p_min);
+  if (draft.empty() || int64_t(draft.size()) < sp.n_min) return false;
+  mark_ = engine_.mark();
+  std::vector<int32_t> fed = {next_};
+  fed.insert(fed.end(), draft.begin(), draft.end());
+  rows_ = engine_.feed(fed);  // [k + 1, V]
+  draft_ = std::move(draft);
+  r_.draft_tokens += int64_t(draft_.size());
+  set_logits(std::span<const float>(rows_.data(), size_t(rows_.size(1))));
+  return true;
 }
 
 bool Completion::constrain(std::vector<float>& z) {
@@ -181,18 +207,30 @@ Delta Completion::sample() {
   r_.text += d.text;
   if (text_.stopped())
     end("stop");
-  else if (r_.completion_tokens == s_.max_tokens || engine_.n_past() >= engine_.n_ctx())
+  else if (r_.completion_tokens == s_.max_tokens || valid() >= engine_.n_ctx())
     end("length");
-  else
+  else if (row_ < draft_.size() && draft_[row_] == next) {  // a guess drawn: fed already, its row at hand
+    ++r_.draft_accepted;
+    ++row_;
+    const size_t V = size_t(rows_.size(1));
+    logits_.assign(rows_.data() + row_ * V, rows_.data() + (row_ + 1) * V);
+  } else {
+    forget_draft();
     next_ = next;
+    needs_feed_ = true;
+  }
   return d;
 }
 
-void Completion::set_logits(std::span<const float> row) { logits_.assign(row.begin(), row.end()); }
+void Completion::set_logits(std::span<const float> row) {
+  logits_.assign(row.begin(), row.end());
+  needs_feed_ = false;
+}
 
 void Completion::cancel() {
   r_.cancelled = true;
   done_ = true;
+  forget_draft();
 }
 
 Delta Completion::finish() {

@@ -21,6 +21,7 @@
 
 #include "toy/engines/decode.h"
 #include "toy/engines/grammar.h"
+#include "toy/engines/speculative.h"
 #include "toy/serve/text_stream.h"
 #include "toy/serve/tool_calls.h"
 #include "toy/tokenizer/tokenizer.h"
@@ -44,6 +45,9 @@ struct GenerationSettings {
   // are sampled, and an end-of-generation token only once it is a whole sentence. A matcher at
   // the grammar's start: each generation copies it, so a request's choices share its tables.
   std::shared_ptr<const GrammarMatcher> grammar;
+  // Speculative decoding (engines/speculative.h) when speculation.drafter is set: the slot's own
+  // drafter. The tokens are the same as without; its counts go into the result.
+  Speculation speculation;
 };
 
 struct TokenLogprob {
@@ -66,15 +70,18 @@ struct CompletionResult {
   int64_t cached_tokens = 0;  // prompt tokens whose KV rows were reused, not fed (cache_prompt)
   std::string finish_reason;  // "stop" (end of text or a stop string), "length", or "tool_calls" (set by the caller)
   std::vector<ToolCall> tool_calls;  // chat with tools: the calls parsed out of the text (then not in `text`)
-  bool cancelled = false;            // ended early: the client went away
-  std::string grammar_error;         // ended early: the grammar needs more than the matcher's bounds (grammar.h)
+  int64_t draft_tokens = 0, draft_accepted = 0;  // speculative decoding: guesses verified, and kept
+  bool cancelled = false;                        // ended early: the client went away
+  std::string grammar_error;  // ended early: the grammar needs more than the matcher's bounds (grammar.h)
   double prompt_seconds = 0, generate_seconds = 0;
 };
 
 // One request's generation on one slot: the prompt as one batch, then one sampled token per
 // step. It owns the sampler, the text stream and the logprob bookkeeping but feeds no generated
 // token itself: the caller (DecodeLoop) feeds next_token() together with other slots' tokens and
-// hands the logits back, so the answer does not depend on what else was in the batch.
+// hands the logits back, so the answer does not depend on what else was in the batch — unless
+// it speculates: then feed_with_draft() feeds next_token() and a draft after it on the slot's
+// own, and the steps that draw a guessed token need no feed at all (needs_feed() false).
 class Completion {
  public:
   Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt,
@@ -84,12 +91,16 @@ class Completion {
   // prompt_logprobs is set (empty otherwise; that needs every prompt row, so nothing is reused).
   const std::vector<TokenLogprob>& prefill();
   // Samples the next token and returns the text it releases, with the logprobs of the tokens
-  // that text completes. Afterwards either done(), or next_token() is to be fed and its logits
-  // passed to set_logits().
+  // that text completes. Afterwards either done(), or, when needs_feed(), next_token() is to be
+  // fed (feed_with_draft(), else in a batch) and its logits passed to set_logits().
   Delta step();
   bool done() const { return done_; }
+  bool needs_feed() const { return needs_feed_; }
   int32_t next_token() const { return next_; }
   void set_logits(std::span<const float> row);  // [n_vocab]
+  // With speculation: drafts the tokens after next_token() and feeds them with it, alone. False
+  // when there is no draft (nothing fed: next_token() goes in the batch).
+  bool feed_with_draft();
   // Ends generation early (the client went away).
   void cancel();
   // May be called from any thread: a step under way ends as cancelled (the grammar matcher polls
@@ -105,6 +116,9 @@ class Completion {
   Delta sample();  // step() but for the grammar's exceptions
   void end(const char* finish_reason);
   void take_tokens(Delta& d);
+  // Positions of the engine that hold sampled tokens: n_past less the guesses not yet drawn.
+  int64_t valid() const { return engine_.n_past() - int64_t(draft_.size() - row_); }
+  void forget_draft();  // rewinds the engine past the guesses not drawn
   // Sets the logits of the tokens the grammar does not allow to -inf; false when none is allowed.
   bool constrain(std::vector<float>& z);
 
@@ -121,7 +135,11 @@ class Completion {
   std::chrono::steady_clock::time_point t_generate_;
   CompletionResult r_;
   int32_t next_ = -1;
-  bool done_ = false;
+  bool done_ = false, needs_feed_ = false;
+  std::vector<int32_t> draft_;              // the guesses fed after the token fed last
+  Tensor rows_;                             // [k + 1, n_vocab]: the logits of that feed
+  size_t row_ = 0;                          // guesses drawn so far (and the row logits_ came from)
+  std::optional<DecodeEngine::Mark> mark_;  // before that feed
   std::unique_ptr<std::atomic<bool>> cancel_requested_ = std::make_unique<std::atomic<bool>>(false);  // stays put
   std::optional<GrammarMatcher> grammar_;  // with a grammar: where the answer is in it
   std::vector<uint8_t> allowed_;           // [n_vocab], the grammar's mask of this step

@@ -111,7 +111,7 @@ void DecodeLoop::loop() {
         if (c.done()) {
           out[i].deltas.push_back(c.finish());
           out[i].ended = true;
-        } else {
+        } else if (c.needs_feed()) {  // not when it drew a guess fed with its draft
           going.push_back(now[i].get());
           engines.push_back(&c.engine());
           ids.push_back(c.next_token());
@@ -128,11 +128,14 @@ void DecodeLoop::loop() {
     lk.unlock();
 
     // 2. Feed all their tokens as one batch per model (while the HTTP threads send the text):
-    // Runs with other LoRA scales run another model (adapters.h).
+    // Runs with other LoRA scales run another model (adapters.h). A speculating Run with a draft
+    // feeds its token and the draft on its own.
     std::string error;
     uint64_t batches = 0;
     try {
       std::vector<bool> fed(going.size(), false);
+      for (size_t b = 0; b < going.size(); ++b)
+        if ((fed[b] = going[b]->completion_.feed_with_draft())) ++batches;
       for (size_t first = 0; first < going.size(); ++first) {
         if (fed[first]) continue;
         std::vector<size_t> batch;  // the Runs on the model of Run `first`

@@ -7,6 +7,8 @@
 //   2. the new tokens of all Runs that go on are fed through the model as one batch [B, 1]
 //      (DecodeEngine::feed_batch), so each weight matrix is read once per step, not once per
 //      request; Runs with other LoRA scales (another model, adapters.h) form a batch of their own.
+//      A Run that speculates (toy serve -md, --spec-type ngram) feeds its token with a draft on its
+//      own instead, and while it draws the guessed tokens it needs no feed at all.
 // Batched logits equal single-sequence logits bit for bit, so an answer does not depend on what
 // ran beside it. A Run whose client has not taken its text (kMaxBacklog deltas) sits out steps
 // without holding the others back; a cancelled Run (client gone) ends at the next step, or within

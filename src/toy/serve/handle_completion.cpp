@@ -140,6 +140,15 @@ void prepare_prompt(const Server::Impl& s, Job& job) {
   g.ignore_eos = r.ignore_eos;
   g.cache_prompt = r.cache_prompt;
   if (r.grammar) g.grammar = std::make_shared<const GrammarMatcher>(r.grammar, s.trie);
+  g.speculation = s.config.speculation;  // the drafter is the slot's: generate()
+  if (r.draft_max) g.speculation.n_max = *r.draft_max;
+  if (r.draft_min) g.speculation.n_min = *r.draft_min;
+  if (r.draft_p_min) g.speculation.p_min = *r.draft_p_min;
+  if (g.speculation.n_min > g.speculation.n_max)
+    throw ApiError(400,
+                   "'speculative.n_min' (" + std::to_string(g.speculation.n_min) + ") exceeds 'speculative.n_max' (" +
+                       std::to_string(g.speculation.n_max) + ")",
+                   "speculative.n_min", "invalid_value");
 }
 
 // The settings of choice `index` (n > 1): its own seed, seed + index when the request gave one,
@@ -176,7 +185,9 @@ CompletionResult generate(Server::Impl& s, std::optional<SlotPool::Lease>& lease
                           bool stream, const std::function<bool(const std::vector<TokenLogprob>&)>& on_prompt,
                           const std::function<bool(const Delta&)>& on_delta, const std::function<bool()>& alive) {
   lease->use_model(job.model);
-  Completion c(lease->engine(), *s.tokenizer, job.prompt, choice_settings(job, choice));
+  GenerationSettings settings = choice_settings(job, choice);
+  if (!s.drafters.empty()) settings.speculation.drafter = s.drafters[size_t(lease->slot())].get();
+  Completion c(lease->engine(), *s.tokenizer, job.prompt, std::move(settings));
   const std::vector<TokenLogprob>& prompt_scores = c.prefill();
   if (on_prompt && !on_prompt(prompt_scores)) {
     c.cancel();

@@ -20,6 +20,8 @@ void Metrics::count_completion(const CompletionResult& r) {
   cached_tokens_ += uint64_t(r.cached_tokens);
   prompt_seconds_ += r.prompt_seconds;
   generate_seconds_ += r.generate_seconds;
+  draft_tokens_ += uint64_t(r.draft_tokens);
+  draft_accepted_ += uint64_t(r.draft_accepted);
 }
 
 void Metrics::count_embeddings(int64_t inputs, int64_t tokens) {
@@ -61,6 +63,9 @@ std::string Metrics::prometheus(const SlotPool::Stats& slots) const {
          double(cache_hits_));
   metric(out, "prompt_cached_tokens_total", "counter", "Prompt tokens whose KV rows were reused.",
          double(cached_tokens_));
+  metric(out, "draft_tokens_total", "counter", "Speculative decoding: draft tokens verified.", double(draft_tokens_));
+  metric(out, "draft_tokens_accepted_total", "counter", "Speculative decoding: draft tokens the model's draws kept.",
+         double(draft_accepted_));
   metric(out, "embeddings_total", "counter", "Inputs embedded (/v1/embeddings).", double(embeddings_));
   metric(out, "embedding_tokens_total", "counter", "Tokens of the inputs embedded.", double(embedding_tokens_));
   metric(out, "requests_waiting", "gauge", "Requests waiting for a slot.", slots.waiting);

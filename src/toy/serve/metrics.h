@@ -32,6 +32,7 @@ class Metrics {
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
   uint64_t cache_hits_ = 0, cached_tokens_ = 0;  // completions that reused KV rows, and how many rows
   double prompt_seconds_ = 0, generate_seconds_ = 0;
+  uint64_t draft_tokens_ = 0, draft_accepted_ = 0;  // speculative decoding's guesses, and the ones kept
   uint64_t embeddings_ = 0, embedding_tokens_ = 0;  // inputs embedded, and their tokens
 };
 

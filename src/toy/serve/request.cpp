@@ -407,7 +407,10 @@ bool read_field(const std::string& key, Endpoint endpoint) {
                                                "ignore_eos",
                                                "cache_prompt",
                                                "lora",
-                                               "response_format"};
+                                               "response_format",
+                                               "speculative.n_max",
+                                               "speculative.n_min",
+                                               "speculative.p_min"};
   static const std::set<std::string> chat = {"messages", "max_completion_tokens", "logprobs",           "top_logprobs",
                                              "tools",    "tool_choice",           "parallel_tool_calls"};
   static const std::set<std::string> completions = {"prompt", "logprobs", "echo", "suffix"};
@@ -595,6 +598,9 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint, size_t n_ad
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   r.cache_prompt = boolean(body, "cache_prompt").value_or(true);
   if (const json* l = field(body, "lora")) r.lora = parse_lora_scales(*l, "lora", n_adapters);
+  r.draft_max = integer(body, "speculative.n_max", 1, 1024);
+  r.draft_min = integer(body, "speculative.n_min", 0, 1024);
+  if (auto p = number(body, "speculative.p_min", 0, 1)) r.draft_p_min = float(*p);
 
   if (endpoint == Endpoint::Chat) {
     const bool lp = boolean(body, "logprobs").value_or(false);

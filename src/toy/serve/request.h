@@ -67,6 +67,9 @@ struct CompletionRequest {
   // extension (llama.cpp): the LoRA adapters' scales for this request (unlisted ones 0); absent:
   // the global scales (serve/adapters.h)
   std::optional<std::vector<LoraScale>> lora;
+  // llama-server's speculative.n_max, .n_min, .p_min: a request's own draft limits.
+  std::optional<int64_t> draft_max, draft_min;
+  std::optional<float> draft_p_min;
 
   // Top-level fields the server does not read (for a warning in the log), each cut to 40 bytes
   // and printable; at most kMaxIgnoredFields of them.

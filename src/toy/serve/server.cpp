@@ -145,7 +145,14 @@ Server::Impl::Impl(const Model& m, std::shared_ptr<const Tokenizer> t, ChatPromp
       prompter(std::move(chat)),
       tool_format(serve::tool_format(prompter.source().template_source)),
       config(std::move(c)),
-      slots(m, config.parallel, config.n_ctx, config.kv_type, config.queue) {}
+      slots(m, config.parallel, config.n_ctx, config.kv_type, config.queue) {
+  const bool speculating = config.draft_model || config.ngram_n > 0;
+  for (int i = 0; speculating && i < config.parallel; ++i)
+    if (config.draft_model)
+      drafters.push_back(std::make_unique<ModelDrafter>(*config.draft_model, m, config.n_ctx, config.kv_type));
+    else
+      drafters.push_back(std::make_unique<NgramDrafter>(config.ngram_n, config.ngram_m));
+}
 
 void Server::Impl::log(const std::string& line) const {
   if (config.log_requests) std::fprintf(stderr, "toy serve: %s\n", line.c_str());

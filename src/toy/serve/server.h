@@ -23,6 +23,7 @@
 #include <string>
 
 #include "toy/archs/model.h"
+#include "toy/engines/speculative.h"
 #include "toy/serve/adapters.h"
 #include "toy/serve/chat_prompt.h"
 #include "toy/serve/embeddings.h"
@@ -43,6 +44,12 @@ struct ServerConfig {
   int max_connections_per_address = 16;  // connections one client address may hold open; more get 429
   bool log_requests = true;              // one line per completion on stderr
   Pooling pooling = Pooling::Mean;       // how /v1/embeddings pools an input's hidden states (--pooling)
+  // Speculative decoding (-md, --spec-type ngram): a draft model of the same vocabulary (not
+  // owned; it must outlive the server), or n-gram lookup of ngram_n tokens (0: none) drafting up to
+  // ngram_m; `speculation` holds the defaults of a request's speculative.n_max, .n_min, .p_min.
+  const Model* draft_model = nullptr;
+  int64_t ngram_n = 0, ngram_m = 48;
+  Speculation speculation;
 };
 
 class Server {

@@ -96,7 +96,8 @@ struct Server::Impl {
   ToolFormat tool_format;  // how the chat template writes tool calls
   ServerConfig config;
   SlotPool slots;
-  DecodeLoop decoder;  // after slots: its Runs hold leases
+  std::vector<std::unique_ptr<Drafter>> drafters;  // one per slot when speculating, else none
+  DecodeLoop decoder;                              // after slots: its Runs hold leases
   HttpServer http;
   Metrics metrics;
   std::atomic<bool> stopping{false};
