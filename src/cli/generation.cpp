@@ -188,9 +188,11 @@ DraftFlags draft_flags(const Args& a, const Loaded& target) {
     const std::string path = resolve_model(a.str("model-draft"));
     auto file = gguf::GgufFile::open(path);
     d.model = load_model(file);
-    if (d.model->config().n_vocab != target.model->config().n_vocab)
-      throw InputError(path + ": the draft model has " + std::to_string(d.model->config().n_vocab) +
-                       " tokens in its vocabulary, the target " + std::to_string(target.model->config().n_vocab));
+    try {
+      check_draft_vocabulary(*d.model, *target.model);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(path + ": " + e.what());
+    }
     if (target.tokenizer && file->has("tokenizer.ggml.tokens")) {  // the same ids must mean the same text
       const std::shared_ptr<const Tokenizer> t = Tokenizer::from_gguf(*file);
       for (int32_t id = 0; id < std::min(t->n_vocab(), target.tokenizer->n_vocab()); ++id)

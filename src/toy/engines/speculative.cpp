@@ -19,11 +19,45 @@ double probability(std::span<const float> z, int32_t id) {
 
 }  // namespace
 
-ModelDrafter::ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, DType kv_type)
-    : engine_(draft, std::min(n_ctx, draft.config().n_ctx), kv_type) {
+void check_draft_vocabulary(const Model& draft, const Model& target) {
   if (draft.config().n_vocab != target.config().n_vocab)
     throw std::invalid_argument("the draft model has " + std::to_string(draft.config().n_vocab) +
                                 " tokens in its vocabulary, the target " + std::to_string(target.config().n_vocab));
+}
+
+std::vector<int32_t> Speculation::draft_after(const DecodeEngine& engine, int32_t next, int64_t room) const {
+  std::vector<int32_t> context = engine.tokens();
+  context.push_back(next);
+  const int64_t n = std::min({n_max, room, engine.n_ctx() - engine.n_past() - 1, engine.exact_feed_limit() - 1});
+  std::vector<int32_t> draft = drafter->draft(context, n, p_min);
+  if (int64_t(draft.size()) < n_min) draft.clear();
+  return draft;
+}
+
+Tensor Verification::feed(DecodeEngine& engine, int32_t next, std::vector<int32_t> draft) {
+  if (!draft.empty()) mark_ = engine.mark();
+  std::vector<int32_t> fed = {next};
+  fed.insert(fed.end(), draft.begin(), draft.end());
+  draft_ = std::move(draft);
+  taken_ = 0;
+  return engine.feed(fed, /*last_only=*/draft_.empty());
+}
+
+bool Verification::take(int32_t token) {
+  if (taken_ == draft_.size() || draft_[taken_] != token) return false;
+  ++taken_;
+  return true;
+}
+
+void Verification::forget(DecodeEngine& engine) {
+  if (valid(engine) < engine.n_past()) engine.rewind(*mark_, valid(engine));
+  draft_.clear();
+  taken_ = 0;
+}
+
+ModelDrafter::ModelDrafter(const Model& draft, const Model& target, int64_t n_ctx, DType kv_type)
+    : engine_(draft, std::min(n_ctx, draft.config().n_ctx), kv_type) {
+  check_draft_vocabulary(draft, target);
 }
 
 std::vector<int32_t> ModelDrafter::draft(std::span<const int32_t> context, int64_t n, float p_min) {

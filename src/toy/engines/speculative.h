@@ -63,7 +63,10 @@ class NgramDrafter : public Drafter {
   int64_t n_, m_;
 };
 
-// What generate() drafts with, and what came of it.
+// Throws std::invalid_argument unless the two models' vocabularies have the same size.
+void check_draft_vocabulary(const Model& draft, const Model& target);
+
+// What generate() (and a server's slot) drafts with, and what came of it.
 struct Speculation {
   Drafter* drafter = nullptr;  // never null when generate() is given a Speculation
   int64_t n_max = 16;          // tokens a draft may have (llama.cpp's --draft-max)
@@ -72,6 +75,33 @@ struct Speculation {
   int64_t drafted = 0;         // draft tokens verified
   int64_t accepted = 0;        // of those, the ones the target's own draws agreed with
   double acceptance() const { return drafted > 0 ? double(accepted) / double(drafted) : 0; }
+  // The draft to verify after `next`, the token sampled last and not yet fed to `engine`: at most
+  // n_max tokens, `room` (the tokens the generation may emit after next), what the context has
+  // left and what one feed verifies exactly (DecodeEngine::exact_feed_limit); none when shorter
+  // than n_min. Not counted in `drafted`: the caller counts what it verifies.
+  std::vector<int32_t> draft_after(const DecodeEngine& engine, int32_t next, int64_t room) const;
+};
+
+// A draft fed after the token sampled last, and how many of its guesses the draws have taken:
+// what generate() and a server's slot keep from one draw to the next.
+class Verification {
+ public:
+  // Feeds `next` and `draft` to `engine` in one pass (marking the place first when there is a
+  // draft) and returns the logits [k + 1, V], row i those after the i-th token fed.
+  Tensor feed(DecodeEngine& engine, int32_t next, std::vector<int32_t> draft);
+  // Whether `token`, just drawn from row(), is the next guess; if so the next draw is from the
+  // row after it, which that feed computed already.
+  bool take(int32_t token);
+  int64_t row() const { return int64_t(taken_); }
+  // The engine's positions that hold drawn tokens: n_past less the guesses not drawn.
+  int64_t valid(const DecodeEngine& engine) const { return engine.n_past() - int64_t(draft_.size() - taken_); }
+  // Rewinds `engine` past the guesses not drawn, and forgets the draft.
+  void forget(DecodeEngine& engine);
+
+ private:
+  std::vector<int32_t> draft_;
+  size_t taken_ = 0;
+  std::optional<DecodeEngine::Mark> mark_;  // before the last feed, when it had a draft
 };
 
 }  // namespace toy

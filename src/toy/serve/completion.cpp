@@ -108,30 +108,15 @@ void Completion::take_tokens(Delta& d) {
 void Completion::end(const char* finish_reason) {
   r_.finish_reason = finish_reason;
   done_ = true;
-  forget_draft();
-}
-
-void Completion::forget_draft() {
-  if (valid() < engine_.n_past()) engine_.rewind(*mark_, valid());
-  draft_.clear();
-  row_ = 0;
+  draft_.forget(engine_);
 }
 
 bool Completion::feed_with_draft() {
-  Speculation& sp = s_.speculation;
-  if (!sp.drafter) return false;
-  std::vector<int32_t> context = engine_.tokens();
-  context.push_back(next_);
-  const int64_t n = std::min({sp.n_max, s_.max_tokens - r_.completion_tokens - 1,
-                              engine_.n_ctx() - engine_.n_past() - 1, engine_.exact_feed_limit() - 1});
-  std::vector<int32_t> draft = sp.drafter->draft(context, n, sp.p_min);
-  if (draft.empty() || int64_t(draft.size()) < sp.n_min) return false;
-  mark_ = engine_.mark();
-  std::vector<int32_t> fed = {next_};
-  fed.insert(fed.end(), draft.begin(), draft.end());
-  rows_ = engine_.feed(fed);  // [k + 1, V]
-  draft_ = std::move(draft);
-  r_.draft_tokens += int64_t(draft_.size());
+  if (!s_.speculation.drafter) return false;
+  std::vector<int32_t> draft = s_.speculation.draft_after(engine_, next_, s_.max_tokens - r_.completion_tokens - 1);
+  if (draft.empty()) return false;
+  r_.draft_tokens += int64_t(draft.size());
+  rows_ = draft_.feed(engine_, next_, std::move(draft));  // [k + 1, V]
   set_logits(std::span<const float>(rows_.data(), size_t(rows_.size(1))));
   return true;
 }
@@ -207,15 +192,14 @@ Delta Completion::sample() {
   r_.text += d.text;
   if (text_.stopped())
     end("stop");
-  else if (r_.completion_tokens == s_.max_tokens || valid() >= engine_.n_ctx())
+  else if (r_.completion_tokens == s_.max_tokens || draft_.valid(engine_) >= engine_.n_ctx())
     end("length");
-  else if (row_ < draft_.size() && draft_[row_] == next) {  // a guess drawn: fed already, its row at hand
+  else if (draft_.take(next)) {  // a guess drawn: fed already, its row at hand
     ++r_.draft_accepted;
-    ++row_;
-    const size_t V = size_t(rows_.size(1));
-    logits_.assign(rows_.data() + row_ * V, rows_.data() + (row_ + 1) * V);
+    const size_t V = size_t(rows_.size(1)), row = size_t(draft_.row());
+    logits_.assign(rows_.data() + row * V, rows_.data() + (row + 1) * V);
   } else {
-    forget_draft();
+    draft_.forget(engine_);
     next_ = next;
     needs_feed_ = true;
   }
@@ -230,7 +214,7 @@ void Completion::set_logits(std::span<const float> row) {
 void Completion::cancel() {
   r_.cancelled = true;
   done_ = true;
-  forget_draft();
+  draft_.forget(engine_);
 }
 
 Delta Completion::finish() {

@@ -116,9 +116,6 @@ class Completion {
   Delta sample();  // step() but for the grammar's exceptions
   void end(const char* finish_reason);
   void take_tokens(Delta& d);
-  // Positions of the engine that hold sampled tokens: n_past less the guesses not yet drawn.
-  int64_t valid() const { return engine_.n_past() - int64_t(draft_.size() - row_); }
-  void forget_draft();  // rewinds the engine past the guesses not drawn
   // Sets the logits of the tokens the grammar does not allow to -inf; false when none is allowed.
   bool constrain(std::vector<float>& z);
 
@@ -136,10 +133,8 @@ class Completion {
   CompletionResult r_;
   int32_t next_ = -1;
   bool done_ = false, needs_feed_ = false;
-  std::vector<int32_t> draft_;              // the guesses fed after the token fed last
-  Tensor rows_;                             // [k + 1, n_vocab]: the logits of that feed
-  size_t row_ = 0;                          // guesses drawn so far (and the row logits_ came from)
-  std::optional<DecodeEngine::Mark> mark_;  // before that feed
+  Verification draft_;  // the guesses fed after the token fed last (feed_with_draft)
+  Tensor rows_;         // [k + 1, n_vocab]: the logits of that feed
   std::unique_ptr<std::atomic<bool>> cancel_requested_ = std::make_unique<std::atomic<bool>>(false);  // stays put
   std::optional<GrammarMatcher> grammar_;  // with a grammar: where the answer is in it
   std::vector<uint8_t> allowed_;           // [n_vocab], the grammar's mask of this step
