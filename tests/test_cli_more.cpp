@@ -275,12 +275,62 @@ TEST(CliExitCodes, InferRangesAndContextLimit) {
   auto ctx = run_toy("infer --ids 1,2 -n 1 --ctx 1099511627776");
   EXPECT_EQ(ctx.code, 2) << ctx.err;
   EXPECT_NE(ctx.err.find("exceeds 8 times the model's context of"), std::string::npos) << ctx.err;
-  for (const char* bad : {"--repeat-last-n -1", "--repeat-last-n 4294967296", "--top-k -1", "--top-k 4294967296",
-                          "--temp -0.5", "--top-p 0", "--min-p 2", "--repeat-penalty 0"}) {
+  for (const char* bad : {"--repeat-last-n -2",
+                          "--repeat-last-n 4294967296",
+                          "--top-k -1",
+                          "--top-k 4294967296",
+                          "--temp -0.5",
+                          "--top-p 0",
+                          "--min-p 2",
+                          "--repeat-penalty 0",
+                          "--typical 1.5",
+                          "--xtc-probability 2",
+                          "--xtc-threshold -1",
+                          "--min-keep -1",
+                          "--dry-base 0.5",
+                          "--dry-multiplier -1",
+                          "--dry-penalty-last-n -2",
+                          "--mirostat 3",
+                          "--mirostat-lr 2",
+                          "--samplers 'top_k;bogus'",
+                          "--sampling-seq kq",
+                          "--samplers top_k --sampling-seq k",
+                          "--logit-bias 5",
+                          "--logit-bias x+1",
+                          "--logit-bias 5+nan",
+                          "--logit-bias 5+inf",
+                          "--logit-bias 99999+1",
+                          "-l 2*3"}) {
     auto r = run_toy(std::string("infer --ids 1,2 -n 1 ") + bad);
     EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
   }
   EXPECT_EQ(run_toy("infer --ids 1,2 -n 1 --repeat-last-n 0 --temp 0").code, 0);
+}
+
+// Every sampler flag reaches the sampler: each run with the same seed gives the same text, a
+// logit bias of +100 forces its token, "-inf" bans the greedy choice, and each sampler of the
+// chain, alone, still writes text.
+TEST(CliSampling, EveryFlagEndToEnd) {
+  const std::string base = "infer -m " + std::string(TOY_SOURCE_DIR) + "/models/toy-stories.gguf -p Once -n 6 ";
+  auto text = [&](const std::string& flags) {
+    const auto r = run_toy(base + flags);
+    EXPECT_EQ(r.code, 0) << flags << ": " << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(text("--temp 0 --logit-bias 274+100"), "Once c c c c c c\n");  // 274 is " c"
+  const std::string greedy = text("--temp 0");
+  ASSERT_EQ(greedy.substr(0, 6), "Once u");  // 318 is " u"
+  EXPECT_NE(text("--temp 0 -l 318-inf").substr(0, 6), "Once u");
+  for (const std::string flags :
+       {"--typical 0.5", "--top-n-sigma 1", "--xtc-probability 1 --xtc-threshold 0.05", "--min-keep 3 --top-p 0.1",
+        "--presence-penalty 1 --frequency-penalty 0.5 --repeat-last-n -1", "--dry-multiplier 0.8 --dry-base 2",
+        "--dry-multiplier 1 --dry-sequence-breaker none", "--dry-multiplier 1 --dry-sequence-breaker e",
+        "--mirostat 1 --mirostat-ent 3", "--mirostat 2 --mirostat-lr 0.2", "--samplers 'top_k;temperature'",
+        "--sampling-seq kt --top-k 2"}) {
+    const std::string once = text(flags + " -s 5");
+    EXPECT_EQ(text(flags + " -s 5"), once) << flags;
+    EXPECT_GT(once.size(), std::string("Once\n").size()) << flags;
+  }
 }
 
 TEST(CliExitCodes, EachCodeWhereDocumented) {

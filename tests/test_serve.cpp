@@ -353,6 +353,84 @@ TEST_F(Serve, GreedyCompletionEqualsToyInfer) {
   EXPECT_EQ(r.j()["choices"][0]["text"], expected);
 }
 
+// llama-server's sampler fields: each configuration, seeded, gives the text `toy infer` gives
+// with the same flags and seed; a value out of range is a 400 that names the field.
+TEST_F(Serve, LlamaServerSamplerFieldsAsToyInfer) {
+  const std::string prompt = "Once upon a time, there was a little girl";
+  const json c_ids = post(port, "/tokenize", json{{"content", " c"}}).j()["tokens"];
+  std::string c_flags;
+  for (const json& id : c_ids) c_flags += " -l " + std::to_string(id.get<int>()) + "+3";
+  const std::vector<std::pair<json, std::string>> cases = {
+      {{{"mirostat", 2}, {"mirostat_tau", 3}, {"mirostat_eta", 0.2}, {"temperature", 0.9}},
+       "--mirostat 2 --mirostat-ent 3 --mirostat-lr 0.2 --temp 0.9"},
+      {{{"mirostat", 1}, {"mirostat_tau", 4}, {"temperature", 1}}, "--mirostat 1 --mirostat-ent 4 --temp 1"},
+      {{{"typical_p", 0.6},
+        {"top_n_sigma", 1.5},
+        {"xtc_probability", 0.5},
+        {"xtc_threshold", 0.05},
+        {"min_keep", 2},
+        {"temperature", 1.1}},
+       "--typical 0.6 --top-n-sigma 1.5 --xtc-probability 0.5 --xtc-threshold 0.05 --min-keep 2 --temp 1.1"},
+      {{{"dry_multiplier", 0.8},
+        {"dry_base", 2},
+        {"dry_allowed_length", 1},
+        {"dry_penalty_last_n", -1},
+        {"dry_sequence_breakers", {"e"}},
+        {"repeat_penalty", 1.2},
+        {"presence_penalty", 0.5},
+        {"frequency_penalty", 0.3},
+        {"repeat_last_n", 32},
+        {"temperature", 1}},
+       "--dry-multiplier 0.8 --dry-base 2 --dry-allowed-length 1 --dry-penalty-last-n -1 --dry-sequence-breaker e "
+       "--repeat-penalty 1.2 --presence-penalty 0.5 --frequency-penalty 0.3 --repeat-last-n 32 --temp 1"},
+      {{{"dry_multiplier", 1}, {"temperature", 0.7}}, "--dry-multiplier 1 --temp 0.7"},  // the default breakers
+      {{{"samplers", {"top_k", "temperature"}}, {"top_k", 5}, {"temperature", 1.5}},
+       "--samplers 'top_k;temperature' --top-k 5 --temp 1.5"},
+      {{{"samplers", "kt"}, {"top_k", 3}, {"temperature", 2}}, "--sampling-seq kt --top-k 3 --temp 2"},
+      {{{"logit_bias", json::array({json::array({" c", 3})})}, {"temperature", 1}}, c_flags + " --temp 1"},
+      {{{"logit_bias", {{318, false}}}, {"temperature", 0}}, "-l 318-inf --temp 0"},
+  };
+  for (const auto& [fields, flags] : cases) {
+    SCOPED_TRACE(flags);
+    const auto infer = run_toy("infer " + model_.string() + " --prompt " + shell_quote(prompt) +
+                               " -n 20 -s 42 --top-k 0 --top-p 1 --min-p 0 --no-display-prompt " + flags);
+    ASSERT_EQ(infer.code, 0) << infer.err;
+    json body = {{"prompt", prompt}, {"max_tokens", 20}, {"seed", 42}, {"top_k", 0}, {"top_p", 1}, {"min_p", 0}};
+    body.update(fields);
+    const Reply r = post(port, "/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.j()["choices"][0]["text"].get<std::string>() + "\n", infer.out);
+  }
+  for (const json& bad : {json{{"typical_p", 1.5}},
+                          json{{"mirostat", 3}},
+                          json{{"mirostat_eta", -1}},
+                          json{{"dry_base", 0.5}},
+                          json{{"dry_penalty_last_n", -2}},
+                          json{{"xtc_probability", 2}},
+                          json{{"repeat_penalty", 0}},
+                          json{{"repeat_last_n", -5}},
+                          json{{"min_keep", -1}},
+                          json{{"samplers", {"top_k", "bogus"}}},
+                          json{{"samplers", "kq"}},
+                          json{{"samplers", 5}},
+                          json{{"samplers", {"top_k;temperature"}}},
+                          json{{"dry_sequence_breakers", {""}}},
+                          json{{"dry_sequence_breakers", "x"}},
+                          json{{"logit_bias", {{5}}}},
+                          json{{"logit_bias", {{5, true}}}},
+                          json{{"logit_bias", {{-1, 2}}}},
+                          json{{"logit_bias", {{5, 500}}}},
+                          json{{"logit_bias", {{"5", 1.5}, {"x", 1}}}},
+                          json{{"logit_bias", {{999999, 1}}}}}) {
+    json body = {{"prompt", prompt}, {"max_tokens", 2}};
+    body.update(bad);
+    const Reply r = post(port, "/v1/completions", body);
+    EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body;
+    EXPECT_EQ(r.j()["error"]["param"].get<std::string>().substr(0, bad.begin().key().size()), bad.begin().key())
+        << r.body;
+  }
+}
+
 TEST_F(Serve, ChatCompletionObject) {
   Reply r =
       post(port, "/v1/chat/completions",
@@ -879,6 +957,22 @@ TEST_F(Serve, OddValuesInEveryFieldNeverGive5xx) {
                                            "presence_penalty",
                                            "frequency_penalty",
                                            "logit_bias",
+                                           "typical_p",
+                                           "top_n_sigma",
+                                           "xtc_probability",
+                                           "xtc_threshold",
+                                           "min_keep",
+                                           "repeat_penalty",
+                                           "repeat_last_n",
+                                           "dry_multiplier",
+                                           "dry_base",
+                                           "dry_allowed_length",
+                                           "dry_penalty_last_n",
+                                           "dry_sequence_breakers",
+                                           "mirostat",
+                                           "mirostat_tau",
+                                           "mirostat_eta",
+                                           "samplers",
                                            "tools",
                                            "response_format",
                                            "suffix",

@@ -49,7 +49,7 @@ int run(const Args& a) {
   Loaded l = load_model_and_tokenizer(a);
   apply_lora_flags(a, *l.model);
   place_model(a, *l.model);
-  const SamplerConfig sc = sampler_config(a);
+  const SamplerConfig sc = sampler_config(a, l.tokenizer.get());
   const int64_t n_ctx = context_size(a, l.model->config());
   const Budget limit = budget(a);
   const std::unique_ptr<Drafting> draft = drafting(a, l, n_ctx);

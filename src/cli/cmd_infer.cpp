@@ -18,7 +18,7 @@ int run(const Args& a) {
   apply_lora_flags(a, *l.model);
   place_model(a, *l.model);
   const ModelConfig& cfg = l.model->config();
-  const SamplerConfig sc = sampler_config(a);
+  const SamplerConfig sc = sampler_config(a, l.tokenizer.get());
   const int64_t n_ctx = context_size(a, cfg);
   const Budget limit = budget(a);
   if (a.flag("chat")) return one_chat_turn(a, l, sc, n_ctx, limit);

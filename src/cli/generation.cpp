@@ -2,6 +2,7 @@
 #include "cli/generation.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -10,18 +11,92 @@
 
 namespace toy::cli {
 
-SamplerConfig sampler_config(const Args& a) {
-  const long long top_k = a.integer("top-k"), repeat_last_n = a.integer("repeat-last-n");
-  if (top_k < 0 || top_k > INT32_MAX || repeat_last_n < 0 || repeat_last_n > INT32_MAX)
-    throw UsageError("--top-k and --repeat-last-n must be between 0 and " + std::to_string(INT32_MAX));
-  SamplerConfig sc{.temperature = float(a.number("temp")),
-                   .top_k = int(top_k),
-                   .top_p = float(a.number("top-p")),
-                   .min_p = float(a.number("min-p")),
-                   .repeat_penalty = float(a.number("repeat-penalty")),
-                   .repeat_last_n = int(repeat_last_n)};
-  if (sc.temperature < 0 || sc.top_p <= 0 || sc.top_p > 1 || sc.min_p < 0 || sc.min_p > 1 || sc.repeat_penalty <= 0)
-    throw UsageError("sampling: need --temp ≥ 0, 0 < --top-p ≤ 1, 0 ≤ --min-p ≤ 1, --repeat-penalty > 0");
+namespace {
+
+// llama.cpp's -l/--logit-bias TOKEN_ID(+/-)BIAS: "15043+1", "15043-0.5", "2-inf" (never token 2).
+std::pair<int32_t, float> logit_bias(const std::string& v, int32_t n_vocab) {
+  const size_t sign = v.find_first_of("+-", 1);
+  const std::string id_text = v.substr(0, sign);
+  const bool id_ok =
+      !id_text.empty() && id_text.size() <= 10 && id_text.find_first_not_of("0123456789") == std::string::npos;
+  const long long id = id_ok ? std::stoll(id_text) : -1;
+  float bias = 0;
+  size_t used = 0;
+  try {
+    if (sign != std::string::npos) bias = std::stof(v.substr(sign), &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (!id_ok || sign == std::string::npos || used != v.size() - sign || std::isnan(bias) || bias == INFINITY)
+    throw UsageError("--logit-bias \"" + v + "\": expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, as 15043+1 or 2-inf");
+  if (id >= n_vocab)
+    throw UsageError("--logit-bias: token " + id_text + " is outside the vocabulary [0, " + std::to_string(n_vocab) +
+                     ")");
+  return {int32_t(id), bias};
+}
+
+int int_flag(const Args& a, const char* name, long long lo, long long hi) {
+  const long long v = a.integer(name);
+  if (v < lo || v > hi)
+    throw UsageError(std::string("--") + name + " must be between " + std::to_string(lo) + " and " +
+                     std::to_string(hi));
+  return int(v);
+}
+
+float float_flag(const Args& a, const char* name, double lo, double hi) {
+  const double v = a.number(name);
+  if (!(v >= lo && v <= hi)) {
+    char range[96];
+    std::snprintf(range, sizeof range, " must be between %g and %g", lo, hi);
+    throw UsageError(std::string("--") + name + range);
+  }
+  return float(v);
+}
+
+}  // namespace
+
+SamplerConfig sampler_config(const Args& a, const Tokenizer* t) {
+  SamplerConfig sc;
+  sc.temperature = float_flag(a, "temp", 0, 1e6);
+  sc.top_k = int_flag(a, "top-k", 0, INT32_MAX);
+  sc.top_p = float_flag(a, "top-p", 0, 1);
+  if (sc.top_p == 0) throw UsageError("--top-p must be greater than 0");
+  sc.min_p = float_flag(a, "min-p", 0, 1);
+  sc.typical_p = float_flag(a, "typical", 0, 1);
+  sc.top_n_sigma = float_flag(a, "top-n-sigma", -1e6, 1e6);
+  sc.xtc_probability = float_flag(a, "xtc-probability", 0, 1);
+  sc.xtc_threshold = float_flag(a, "xtc-threshold", 0, 1);
+  sc.min_keep = int_flag(a, "min-keep", 0, INT32_MAX);
+  sc.repeat_penalty = float_flag(a, "repeat-penalty", 0, 1e6);
+  if (sc.repeat_penalty == 0) throw UsageError("--repeat-penalty must be greater than 0");
+  sc.repeat_last_n = int_flag(a, "repeat-last-n", -1, INT32_MAX);
+  sc.presence_penalty = float_flag(a, "presence-penalty", -1e6, 1e6);
+  sc.frequency_penalty = float_flag(a, "frequency-penalty", -1e6, 1e6);
+  sc.dry_multiplier = float_flag(a, "dry-multiplier", 0, 1e6);
+  sc.dry_base = float_flag(a, "dry-base", 1, 1e6);
+  sc.dry_allowed_length = int_flag(a, "dry-allowed-length", 0, INT32_MAX);
+  sc.dry_penalty_last_n = int_flag(a, "dry-penalty-last-n", -1, INT32_MAX);
+  sc.mirostat = int_flag(a, "mirostat", 0, 2);
+  sc.mirostat_eta = float_flag(a, "mirostat-lr", 0, 1);
+  sc.mirostat_tau = float_flag(a, "mirostat-ent", 0, 1e6);
+  if (a.has("samplers") && a.has("sampling-seq"))
+    throw UsageError("give either --samplers or --sampling-seq, not both");
+  try {
+    if (a.has("samplers")) sc.chain = parse_sampler_names(a.str("samplers"));
+    if (a.has("sampling-seq")) sc.chain = parse_sampler_letters(a.str("sampling-seq"));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(a.has("samplers") ? "--samplers: " : "--sampling-seq: ") + e.what());
+  }
+  const std::vector<std::string> biases = a.all("logit-bias");
+  std::vector<std::string> breakers = a.all("dry-sequence-breaker");
+  if ((!biases.empty() || (sc.dry_multiplier > 0 && !breakers.empty())) && !t)
+    throw UsageError("--logit-bias and --dry-sequence-breaker need a model with a vocabulary");
+  for (const std::string& b : biases) sc.logit_bias.push_back(logit_bias(b, t->n_vocab()));
+  if (sc.dry_multiplier > 0 && t) {  // llama.cpp's: the flag replaces the defaults, "none" leaves none
+    if (breakers.empty()) breakers = {"\n", ":", "\"", "*"};
+    std::erase(breakers, "none");
+    sc.dry_sequence_breakers = dry_breakers(*t, breakers);
+  }
   const long long seed = a.integer("seed");
   sc.seed = seed >= 0 ? uint64_t(seed) : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   return sc;
@@ -232,12 +307,60 @@ std::vector<Flag> generation_flags() {
   std::vector<Flag> flags = {
       {"n-predict", FlagType::Int, "128",
        "tokens to generate; without -n: up to the first sentence end after 128 (at most 192)", 'n'},
-      {"temp", FlagType::Float, "0.8", "temperature; 0 is greedy"},
+      {"temp", FlagType::Float, "0.8", "temperature; 0 is greedy", 0, {"--temperature"}},
       {"top-k", FlagType::Int, "40", "sample from the k most likely tokens (0: all)"},
       {"top-p", FlagType::Float, "0.95", "nucleus: smallest set with this much probability (1: off)"},
       {"min-p", FlagType::Float, "0.05", "drop tokens below min-p × the top probability (0: off)"},
+      {"typical",
+       FlagType::Float,
+       "1.0",
+       "locally typical sampling: this much mass nearest the entropy (1: off)",
+       0,
+       {"--typical-p"}},
+      {"top-n-sigma",
+       FlagType::Float,
+       "-1",
+       "keep logits within n standard deviations of the top (≤ 0: off)",
+       0,
+       {"--top-nsigma"}},
+      {"xtc-probability", FlagType::Float, "0", "XTC: how often to drop the likeliest tokens (0: off)"},
+      {"xtc-threshold", FlagType::Float, "0.1", "XTC: drops those above this probability but the last (> 0.5: off)"},
+      {"min-keep", FlagType::Int, "0", "top-p, min-p, typical and XTC keep at least this many tokens"},
       {"repeat-penalty", FlagType::Float, "1.0", "penalise recently seen tokens (1: off)"},
-      {"repeat-last-n", FlagType::Int, "64", "how many recent tokens the penalty sees"},
+      {"repeat-last-n", FlagType::Int, "64", "how many recent tokens the penalties see (-1: all, 0: none)"},
+      {"presence-penalty", FlagType::Float, "0", "minus this on each recently seen token (0: off)"},
+      {"frequency-penalty", FlagType::Float, "0", "minus count × this on each recently seen token (0: off)"},
+      {"dry-multiplier", FlagType::Float, "0", "DRY: penalise tokens that extend a repeat (0: off)"},
+      {"dry-base", FlagType::Float, "1.75", "DRY: the penalty is multiplier × base^(length − allowed length)"},
+      {"dry-allowed-length", FlagType::Int, "2", "DRY: repeats up to this long go unpenalised"},
+      {"dry-penalty-last-n", FlagType::Int, "64", "DRY: how many recent tokens to scan (-1: all, 0: off)"},
+      {"dry-sequence-breaker",
+       FlagType::String,
+       "",
+       "DRY: a text that ends a repeat, in place of \\n : \" * (repeatable; none: no breakers)",
+       0,
+       {},
+       1,
+       true},
+      {"mirostat", FlagType::Int, "0", "Mirostat sampling, in place of the chain: 1 or 2 (0: off)"},
+      {"mirostat-lr", FlagType::Float, "0.1", "Mirostat learning rate, eta"},
+      {"mirostat-ent", FlagType::Float, "5.0", "Mirostat target entropy (surprise, bits), tau"},
+      {"logit-bias",
+       FlagType::String,
+       "",
+       "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to a logit; 2-inf bans token 2 (repeatable)",
+       'l',
+       {},
+       1,
+       true},
+      {"samplers", FlagType::String, "",
+       "the chain's order, as llama.cpp: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature"},
+      {"sampling-seq",
+       FlagType::String,
+       "",
+       "the chain as letters: edskypmxt is the default order",
+       0,
+       {"--sampler-seq"}},
       {"seed", FlagType::Int, "-1", "random seed (-1: from the clock)", 's'},
       {"ctx", FlagType::Int, "0", "context size (0: the model's, at most 4096)", 'c', {"--ctx-size"}},
       {"ignore-eos", FlagType::Bool, "", "keep generating past end-of-text tokens"},

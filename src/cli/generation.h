@@ -14,8 +14,9 @@
 
 namespace toy::cli {
 
-// --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed: checked.
-SamplerConfig sampler_config(const Args& a);
+// The sampling flags (--temp, --top-k, … --mirostat, --dry-*, --logit-bias, --samplers, --seed),
+// checked. `t` (null when the model has no vocabulary) checks --logit-bias and makes DRY's breakers.
+SamplerConfig sampler_config(const Args& a, const Tokenizer* t);
 
 // The context size from --ctx (0: the model's, at most 4096); beyond the model's is a UsageError.
 int64_t context_size(const Args& a, const ModelConfig& cfg);

@@ -1,10 +1,9 @@
-// engines/decode.cpp — the KV-cache decode loop and the sampler.
+// engines/decode.cpp — the KV-cache decode loop.
 #include "toy/engines/decode.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 
 #include "toy/kernels/kernels.h"
@@ -97,123 +96,6 @@ Tensor DecodeEngine::feed_batch(std::span<DecodeEngine* const> engines, std::spa
   Tensor logits = to_host(model.forward(Tensor::from_ids({B, 1}, ids), ctx));  // [B, 1, V]
   for (size_t b = 0; b < engines.size(); ++b) engines[b]->tokens_.push_back(ids[b]);
   return logits.reshape({B, model.config().n_vocab});
-}
-
-int32_t argmax(std::span<const float> logits) {
-  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
-
-namespace {
-
-// The k best ids by logit (ties: lower id first), put in order lazily: only as far as the caller
-// looks, so cutting the distribution after a few dozen tokens costs O(V), not O(V log V).
-class Ranking {
- public:
-  Ranking(const std::vector<float>& z, size_t k) : better_{z}, ids_(z.size()) {
-    std::iota(ids_.begin(), ids_.end(), 0);
-    if (k < ids_.size()) {  // top-k: a heap of k, so a small k costs O(V)
-      std::partial_sort(ids_.begin(), ids_.begin() + long(k), ids_.end(), better_);
-      ids_.resize(k);
-      sorted_ = k;
-    }
-  }
-  size_t size() const { return ids_.size(); }
-  // The candidates in id order (every id when k ≥ V).
-  std::vector<int32_t> by_id() const {
-    std::vector<int32_t> ids = ids_;
-    if (ids.size() == better_.z.size())
-      std::iota(ids.begin(), ids.end(), 0);
-    else
-      std::sort(ids.begin(), ids.end());
-    return ids;
-  }
-  int32_t operator[](size_t i) {  // the i-th best
-    sort_to(i + 1);
-    return ids_[i];
-  }
-  std::vector<int32_t> best(size_t n) {  // the n best, best first
-    sort_to(n);
-    return {ids_.begin(), ids_.begin() + long(n)};
-  }
-
- private:
-  struct Better {
-    const std::vector<float>& z;
-    bool operator()(int32_t a, int32_t b) const {
-      return z[size_t(a)] > z[size_t(b)] || (z[size_t(a)] == z[size_t(b)] && a < b);
-    }
-  };
-  // Sorts at least the n best: the next chunk (doubling) is selected from the rest, then sorted.
-  void sort_to(size_t n) {
-    if (n <= sorted_) return;
-    const auto end = ids_.begin() + long(std::min(ids_.size(), std::max(n, 2 * sorted_ + 64)));
-    std::nth_element(ids_.begin() + long(sorted_), end - 1, ids_.end(), better_);
-    std::sort(ids_.begin() + long(sorted_), end, better_);
-    sorted_ = size_t(end - ids_.begin());
-  }
-
-  Better better_;
-  std::vector<int32_t> ids_;
-  size_t sorted_ = 0;  // ids_[0, sorted_) are the best, in order
-};
-
-}  // namespace
-
-Sampler::Sampler(SamplerConfig c) : c_(c), rng_(c.seed) {}
-
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  std::vector<float> z(logits.begin(), logits.end());
-  if (c_.repeat_penalty != 1.0f && c_.repeat_last_n > 0) {
-    const size_t from = history.size() > size_t(c_.repeat_last_n) ? history.size() - size_t(c_.repeat_last_n) : 0;
-    std::vector<bool> seen(z.size());
-    for (size_t i = from; i < history.size(); ++i)
-      if (history[i] >= 0 && size_t(history[i]) < z.size()) seen[size_t(history[i])] = true;
-    for (size_t v = 0; v < z.size(); ++v)
-      if (seen[v]) z[v] = z[v] > 0 ? z[v] / c_.repeat_penalty : z[v] * c_.repeat_penalty;
-  }
-  if (c_.temperature <= 0) return argmax(z);
-
-  Ranking rank(z, c_.top_k > 0 ? size_t(c_.top_k) : z.size());
-  // Softmax at the temperature over the candidates. Sums run in id order, so they do not depend
-  // on how much of the ranking was sorted.
-  const double mx = z[size_t(rank[0])];
-  const std::vector<int32_t> candidates = rank.by_id();
-  std::vector<double> e(z.size());  // exp((z − max) / T) of the candidates
-  double total = 0;
-  for (int32_t id : candidates) total += e[size_t(id)] = std::exp((z[size_t(id)] - mx) / c_.temperature);
-  auto p = [&](size_t i) { return e[size_t(rank[i])] / total; };  // probability of the i-th best
-  // min-p, then top-p (nucleus): keep the smallest prefix whose mass reaches top_p.
-  size_t keep = rank.size();
-  if (c_.min_p > 0)
-    for (size_t i = 1; i < keep; ++i)
-      if (p(i) < c_.min_p * p(0)) {
-        keep = i;
-        break;
-      }
-  if (c_.top_p < 1.0f) {
-    double mass = 0;
-    for (size_t i = 0; i < keep; ++i) {
-      mass += p(i);
-      if (mass >= c_.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-  }
-  std::vector<int32_t> kept_ids = candidates;  // in id order, like the total
-  if (keep < rank.size()) {
-    kept_ids = rank.best(keep);
-    std::sort(kept_ids.begin(), kept_ids.end());
-  }
-  double kept = 0;
-  for (int32_t id : kept_ids) kept += e[size_t(id)] / total;
-  std::uniform_real_distribution<double> u(0.0, kept);
-  double r = u(rng_);
-  for (size_t i = 0; i < keep; ++i) {
-    r -= p(i);
-    if (r <= 0) return rank[i];
-  }
-  return rank[keep - 1];
 }
 
 }  // namespace toy

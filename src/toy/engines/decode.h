@@ -1,15 +1,15 @@
-// engines/decode.h — L4: drive a model token by token with a KV cache, and sample.
+// engines/decode.h — L4: drive a model token by token with a KV cache (sampler.h turns its logits into tokens).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <random>
 #include <span>
 #include <vector>
 
 #include "toy/archs/model.h"
+#include "toy/engines/sampler.h"
 
 namespace toy {
 
@@ -76,29 +76,5 @@ class DecodeEngine {
   RecurrentState state_;
   std::vector<int32_t> tokens_;  // what positions [0, n_past) hold
 };
-
-struct SamplerConfig {
-  float temperature = 0.8f;     // 0 → greedy (argmax, ties to the lowest id)
-  int top_k = 40;               // 0 → all
-  float top_p = 0.95f;          // 1 → off
-  float min_p = 0.05f;          // 0 → off; keeps tokens with p ≥ min_p · p_max
-  float repeat_penalty = 1.0f;  // 1 → off; divides positive / multiplies negative logits of recent tokens
-  int repeat_last_n = 64;       // how many recent tokens the penalty looks at
-  uint64_t seed = 0;
-};
-
-// Turns logits into a token id. Reproducible: the same seed and logits give the same ids.
-class Sampler {
- public:
-  explicit Sampler(SamplerConfig c);
-  int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
-  const SamplerConfig& config() const { return c_; }
-
- private:
-  SamplerConfig c_;
-  std::mt19937_64 rng_;
-};
-
-int32_t argmax(std::span<const float> logits);
 
 }  // namespace toy

@@ -45,14 +45,6 @@ std::vector<float> feed_prompt(DecodeEngine& engine, std::span<const int32_t> pr
   return last;
 }
 
-// OpenAI's penalties and logit_bias on a copy of the logits (the sampler then sees the result).
-void adjust(std::vector<float>& z, const GenerationSettings& s, const std::unordered_map<int32_t, int>& counts) {
-  for (auto [id, bias] : s.logit_bias)
-    if (size_t(id) < z.size()) z[size_t(id)] += bias;
-  if (s.presence_penalty != 0 || s.frequency_penalty != 0)
-    for (auto [id, n] : counts) z[size_t(id)] -= float(n) * s.frequency_penalty + s.presence_penalty;
-}
-
 }  // namespace
 
 Completion::Completion(DecodeEngine& engine, const Tokenizer& tokenizer, std::vector<int32_t> prompt,
@@ -158,18 +150,13 @@ Delta Completion::sample() {
   int32_t next;
   if (grammar_) {
     std::vector<float> z = logits_;
-    adjust(z, s_, counts_);
     if (grammar_->finished() || !constrain(z)) {  // nothing may follow: the answer is whole
       end("stop");
       return d;
     }
     next = sampler_.sample(z, history_);
-    // The sampler's last candidate can be reached through rounding; never one the grammar refuses.
+    // Every token the grammar allows banned by logit_bias: the grammar's likeliest, never one it refuses.
     if (std::isinf(z[size_t(next)])) next = argmax(z);
-  } else if (!s_.logit_bias.empty() || s_.presence_penalty != 0 || s_.frequency_penalty != 0) {
-    std::vector<float> z = logits_;
-    adjust(z, s_, counts_);
-    next = sampler_.sample(z, history_);
   } else {
     next = sampler_.sample(logits_, history_);
   }
@@ -179,7 +166,6 @@ Delta Completion::sample() {
   }
   ++r_.completion_tokens;
   history_.push_back(next);
-  ++counts_[next];
   if (grammar_ && !grammar_->accept(grammar_->trie().text(next)))
     throw std::logic_error("sampled token " + std::to_string(next) + " is outside the grammar");
   const size_t begin = text_.size();

@@ -10,12 +10,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -34,8 +32,6 @@ struct GenerationSettings {
   std::vector<std::string> stop;
   int logprobs = -1;             // -1: none; k ≥ 0: chosen token + k alternatives per token
   bool prompt_logprobs = false;  // also score the prompt (echo + logprobs)
-  float presence_penalty = 0, frequency_penalty = 0;
-  std::map<int32_t, float> logit_bias;
   bool ignore_eos = false;
   // Reuse the KV rows of the slot's previous request for the prompt prefix they share (llama.cpp's
   // cache_prompt). The logits are the same bits either way: each position's rows depend only on
@@ -126,7 +122,6 @@ class Completion {
   Sampler sampler_;
   TextStream text_;
   std::vector<int32_t> history_;                    // prompt + generated
-  std::unordered_map<int32_t, int> counts_;         // generated tokens, for the penalties
   std::vector<TokenLogprob> pending_;               // scored tokens whose text is not fully released yet
   std::vector<std::pair<size_t, size_t>> span_of_;  // [begin, end) of each pending token's bytes in text_
   std::chrono::steady_clock::time_point t_generate_;

@@ -94,7 +94,7 @@ Job prepare(Server::Impl& s, const std::string& body, Endpoint endpoint) {
       throw ApiError(400, std::string("invalid 'tools': ") + e.what(), "tools", "invalid_json_schema");
     }
   }
-  for (const auto& [id, bias] : r.logit_bias)
+  for (const auto& [id, bias] : r.sampling.logit_bias)
     if (id >= s.tokenizer->n_vocab())
       throw bad_request("logit_bias", "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                           std::to_string(s.tokenizer->n_vocab()) + ")");
@@ -124,19 +124,15 @@ void prepare_prompt(const Server::Impl& s, Job& job) {
                    prompt_param, "context_length_exceeded");
   GenerationSettings& g = job.settings;
   g.max_tokens = std::min(wanted, n_ctx - P);
-  g.sampler = {.temperature = r.temperature,
-               .top_k = r.top_k,
-               .top_p = r.top_p,
-               .min_p = r.min_p,
-               .repeat_penalty = 1.0f,
-               .repeat_last_n = 0,
-               .seed = 0};  // per choice: choice_settings()
+  g.sampler = r.sampling;  // the seed per choice: choice_settings()
+  for (const auto& [text, bias] : r.logit_bias_text)
+    for (int32_t id : s.tokenizer->encode(text)) g.sampler.logit_bias.emplace_back(id, bias);
+  if (g.sampler.dry_multiplier > 0)
+    g.sampler.dry_sequence_breakers =
+        dry_breakers(*s.tokenizer, r.dry_sequence_breakers.value_or(std::vector<std::string>{"\n", ":", "\"", "*"}));
   g.stop = r.stop;
   g.logprobs = r.logprobs;
   g.prompt_logprobs = r.echo && r.logprobs >= 0;
-  g.presence_penalty = r.presence_penalty;
-  g.frequency_penalty = r.frequency_penalty;
-  g.logit_bias = r.logit_bias;
   g.ignore_eos = r.ignore_eos;
   g.cache_prompt = r.cache_prompt;
   if (r.grammar) g.grammar = std::make_shared<const GrammarMatcher>(r.grammar, s.trie);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <unordered_set>
 
@@ -321,24 +322,108 @@ void parse_stop(const json& body, CompletionRequest& r) {
   }
 }
 
+// logit_bias: OpenAI's {"id": bias}, or llama.cpp's [[id, bias], ["text", bias]]; a bias of
+// false bans the token (llama.cpp), a number is between -100 and 100 (OpenAI).
 void parse_logit_bias(const json& body, CompletionRequest& r) {
   const json* b = field(body, "logit_bias");
   if (!b) return;
-  if (!b->is_object()) throw wrong_type("logit_bias", "an object of token id -> bias", *b);
-  for (auto it = b->begin(); it != b->end(); ++it) {
-    // Canonical decimal ids only ("5", not " 5", "+5", "05" or "5.0"), as OpenAI's tokenizers
-    // print them; the range against the vocabulary is checked once the model is known.
-    const std::string& key = it.key();
-    const bool canonical = !key.empty() && key.size() <= 10 && (key == "0" || key[0] != '0') &&
-                           key.find_first_not_of("0123456789") == std::string::npos;
-    const long long id = canonical ? std::stoll(key) : -1;
-    if (!canonical || id > std::numeric_limits<int32_t>::max())
-      throw bad_request("logit_bias", "keys must be token ids written in decimal, got " + brief(json(key)));
-    if (!it.value().is_number()) throw wrong_type("logit_bias", "numbers as values", it.value());
-    const double v = it.value().get<double>();
-    if (!(v >= -100 && v <= 100)) throw bad_request("logit_bias", "values must be between -100 and 100");
-    r.logit_bias[int32_t(id)] = float(v);
+  auto bias = [](const json& v) {
+    if (v.is_boolean()) {
+      if (v.get<bool>()) throw bad_request("logit_bias", "a bias is a number or false (never this token), not true");
+      return -std::numeric_limits<float>::infinity();
+    }
+    if (!v.is_number()) throw wrong_type("logit_bias", "numbers (or false) as values", v);
+    const double x = v.get<double>();
+    if (!(x >= -100 && x <= 100)) throw bad_request("logit_bias", "values must be between -100 and 100");
+    return float(x);
+  };
+  std::map<int32_t, float> by_id;  // the last bias given for an id wins
+  if (b->is_object()) {
+    for (auto it = b->begin(); it != b->end(); ++it) {
+      // Canonical decimal ids only ("5", not " 5", "+5", "05" or "5.0"), as OpenAI's tokenizers
+      // print them; the range against the vocabulary is checked once the model is known.
+      const std::string& key = it.key();
+      const bool canonical = !key.empty() && key.size() <= 10 && (key == "0" || key[0] != '0') &&
+                             key.find_first_not_of("0123456789") == std::string::npos;
+      const long long id = canonical ? std::stoll(key) : -1;
+      if (!canonical || id > std::numeric_limits<int32_t>::max())
+        throw bad_request("logit_bias", "keys must be token ids written in decimal, got " + brief(json(key)));
+      by_id[int32_t(id)] = bias(it.value());
+    }
+  } else if (b->is_array()) {
+    for (const json& pair : *b) {
+      if (!pair.is_array() || pair.size() != 2) throw wrong_type("logit_bias[]", "a pair [token, bias]", pair);
+      const json& token = pair[0];
+      if (token.is_string()) {
+        r.logit_bias_text.emplace_back(token.get<std::string>(), bias(pair[1]));
+      } else if (token.is_number_integer() && token.get<int64_t>() >= 0 &&
+                 token.get<int64_t>() <= std::numeric_limits<int32_t>::max()) {
+        by_id[int32_t(token.get<int64_t>())] = bias(pair[1]);
+      } else {
+        throw wrong_type("logit_bias[][0]", "a token id or a text", token);
+      }
+    }
+  } else {
+    throw wrong_type("logit_bias", "an object of token id -> bias, or an array of [token, bias] pairs", *b);
   }
+  for (auto [id, x] : by_id) r.sampling.logit_bias.emplace_back(id, x);
+}
+
+// llama-server's sampler fields beyond OpenAI's, each range-checked (400 outside it).
+void parse_samplers(const json& body, CompletionRequest& r) {
+  SamplerConfig& c = r.sampling;
+  if (auto k = integer(body, "top_k", 0, 1 << 30)) c.top_k = int(*k);
+  if (auto m = number(body, "min_p", 0, 1)) c.min_p = float(*m);
+  if (auto p = number(body, "typical_p", 0, 1)) c.typical_p = float(*p);
+  if (auto n = number(body, "top_n_sigma", -1e6, 1e6)) c.top_n_sigma = float(*n);
+  if (auto p = number(body, "xtc_probability", 0, 1)) c.xtc_probability = float(*p);
+  if (auto t = number(body, "xtc_threshold", 0, 1)) c.xtc_threshold = float(*t);
+  if (auto n = integer(body, "min_keep", 0, 1 << 30)) c.min_keep = int(*n);
+  if (auto p = number(body, "repeat_penalty", 0, 100)) {
+    if (*p == 0) throw bad_request("repeat_penalty", "must be greater than 0");
+    c.repeat_penalty = float(*p);
+  }
+  if (auto n = integer(body, "repeat_last_n", -1, 1 << 30)) c.repeat_last_n = int(*n);
+  if (auto p = number(body, "presence_penalty", -2, 2)) c.presence_penalty = float(*p);
+  if (auto f = number(body, "frequency_penalty", -2, 2)) c.frequency_penalty = float(*f);
+  if (auto m = number(body, "dry_multiplier", 0, 100)) c.dry_multiplier = float(*m);
+  if (auto b = number(body, "dry_base", 1, 100)) c.dry_base = float(*b);
+  if (auto n = integer(body, "dry_allowed_length", 0, 1 << 30)) c.dry_allowed_length = int(*n);
+  if (auto n = integer(body, "dry_penalty_last_n", -1, 1 << 30)) c.dry_penalty_last_n = int(*n);
+  if (const json* b = field(body, "dry_sequence_breakers")) {
+    if (!b->is_array()) throw wrong_type("dry_sequence_breakers", "an array of strings", *b);
+    if (b->size() > 64) throw bad_request("dry_sequence_breakers", "at most 64 strings are supported");
+    std::vector<std::string> breakers;
+    for (const json& x : *b) {
+      if (!x.is_string() || x.get<std::string>().empty())
+        throw wrong_type("dry_sequence_breakers[]", "a non-empty string", x);
+      breakers.push_back(x.get<std::string>());
+    }
+    r.dry_sequence_breakers = std::move(breakers);
+  }
+  if (auto m = integer(body, "mirostat", 0, 2)) c.mirostat = int(*m);
+  if (auto t = number(body, "mirostat_tau", 0, 100)) c.mirostat_tau = float(*t);
+  if (auto e = number(body, "mirostat_eta", 0, 1)) c.mirostat_eta = float(*e);
+  // samplers: stage names in order (["top_k", "temperature"]), or llama.cpp's letters ("kt").
+  if (const json* s = field(body, "samplers")) {
+    try {
+      if (s->is_string()) {
+        c.chain = parse_sampler_letters(s->get<std::string>());
+      } else if (s->is_array()) {
+        c.chain.clear();
+        for (const json& name : *s) {
+          if (!name.is_string() || name.get<std::string>().find(';') != std::string::npos)
+            throw wrong_type("samplers[]", "a sampler's name", name);
+          for (SamplerStage stage : parse_sampler_names(name.get<std::string>())) c.chain.push_back(stage);
+        }
+      } else {
+        throw wrong_type("samplers", "an array of sampler names or a string of sampler letters", *s);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw bad_request("samplers", e.what());
+    }
+  }
+  parse_logit_bias(body, r);
 }
 
 // response_format (OpenAI: text, json_object, json_schema) or grammar (llama.cpp's GBNF): the
@@ -397,6 +482,22 @@ bool read_field(const std::string& key, Endpoint endpoint) {
                                                "presence_penalty",
                                                "frequency_penalty",
                                                "logit_bias",
+                                               "typical_p",
+                                               "top_n_sigma",
+                                               "xtc_probability",
+                                               "xtc_threshold",
+                                               "min_keep",
+                                               "repeat_penalty",
+                                               "repeat_last_n",
+                                               "dry_multiplier",
+                                               "dry_base",
+                                               "dry_allowed_length",
+                                               "dry_penalty_last_n",
+                                               "dry_sequence_breakers",
+                                               "mirostat",
+                                               "mirostat_tau",
+                                               "mirostat_eta",
+                                               "samplers",
                                                "grammar",
                                                "seed",
                                                "n",
@@ -573,16 +674,12 @@ CompletionRequest parse_request(const json& body, Endpoint endpoint, size_t n_ad
   r.max_tokens = count(body, "max_tokens", kHuge);
   if (endpoint == Endpoint::Chat)
     if (auto m = count(body, "max_completion_tokens", kHuge)) r.max_tokens = m;
-  if (auto t = number(body, "temperature", 0, 2)) r.temperature = float(*t);
+  if (auto t = number(body, "temperature", 0, 2)) r.sampling.temperature = float(*t);
   if (auto p = number(body, "top_p", 0, 1)) {
     if (*p == 0) throw bad_request("top_p", "must be greater than 0");
-    r.top_p = float(*p);
+    r.sampling.top_p = float(*p);
   }
-  if (auto k = integer(body, "top_k", 0, 1 << 30)) r.top_k = int(*k);
-  if (auto m = number(body, "min_p", 0, 1)) r.min_p = float(*m);
-  if (auto p = number(body, "presence_penalty", -2, 2)) r.presence_penalty = float(*p);
-  if (auto f = number(body, "frequency_penalty", -2, 2)) r.frequency_penalty = float(*f);
-  parse_logit_bias(body, r);
+  parse_samplers(body, r);
   if (auto s = integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     r.seed = uint64_t(*s);
   r.n = int(integer(body, "n", 1, 128).value_or(1));

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "toy/engines/grammar.h"
+#include "toy/engines/sampler.h"
 #include "toy/serve/api_error.h"
 #include "toy/serve/tool_calls.h"
 
@@ -31,6 +31,17 @@ struct LoraScale {
   int64_t id = 0;  // the adapter's index in GET /lora-adapters
   float scale = 0;
 };
+
+// What a request samples with when it sets nothing: OpenAI's temperature 1 and no cut, the
+// other samplers off (llama-server's penalty window of 64 tokens).
+inline SamplerConfig openai_sampling() {
+  SamplerConfig c;
+  c.temperature = 1.0f;
+  c.top_k = 0;
+  c.top_p = 1.0f;
+  c.min_p = 0.0f;
+  return c;
+}
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
@@ -47,15 +58,15 @@ struct CompletionRequest {
   bool parallel_tool_calls = true;
 
   std::optional<int64_t> max_tokens;  // max_tokens or max_completion_tokens; absent: default
-  float temperature = 1.0f;           // OpenAI's default; 0 is greedy
-  float top_p = 1.0f;
-  int top_k = 0;       // extension (llama.cpp): 0 = off
-  float min_p = 0.0f;  // extension (llama.cpp): 0 = off
-  float presence_penalty = 0, frequency_penalty = 0;
-  std::map<int32_t, float> logit_bias;  // token id -> added to its logit
-  std::optional<uint64_t> seed;         // choice i samples with seed + i
-  int n = 1;                            // choices, generated one after the other
-  std::vector<std::string> stop;        // up to 16 non-empty strings
+  // Sampling (engines/sampler.h) with OpenAI's defaults: temperature 1, no cut. The rest under
+  // llama-server's names (top_k, min_p, typical_p, mirostat, dry_*, xtc_*, samplers, …). The
+  // seed is per choice; logit_bias's ids are checked against the vocabulary once it is known.
+  SamplerConfig sampling = openai_sampling();
+  std::vector<std::pair<std::string, float>> logit_bias_text;     // llama.cpp's [["text", bias]]: on each of its tokens
+  std::optional<std::vector<std::string>> dry_sequence_breakers;  // absent: llama.cpp's ("\n", ":", "\"", "*")
+  std::optional<uint64_t> seed;                                   // choice i samples with seed + i
+  int n = 1;                                                      // choices, generated one after the other
+  std::vector<std::string> stop;                                  // up to 16 non-empty strings
   bool stream = false, include_usage = false;
   int logprobs = -1;         // -1: none; k ≥ 0: the chosen token plus k alternatives
   bool echo = false;         // completions: prompt text (and its logprobs) in the answer
