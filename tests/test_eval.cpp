@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <sstream>
+#include <tuple>
 
 #include "fixtures.h"
 
@@ -220,4 +224,125 @@ TEST(Eval, UsageErrors) {
   const auto r = run_toy("eval " + m + " --file " + path + " --ctx 64 --stride 32 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["n_windows"], 1);
+}
+
+// --kl-divergence against llama-perplexity (tests/data/kl/README.md says how its files were
+// made): toy reads llama.cpp's base file, and each figure agrees with what llama-perplexity
+// printed for the same two models within the uncertainty it states.
+namespace {
+
+std::string kl_data(const std::string& name) { return std::string(TOY_SOURCE_DIR) + "/tests/data/kl/" + name; }
+
+// llama-perplexity's statistics: "label: value ± uncertainty" or "label: value", percent signs dropped.
+std::map<std::string, std::pair<double, double>> llama_figures(const std::string& path) {
+  std::map<std::string, std::pair<double, double>> out;
+  std::istringstream in(toy::test::read_text(path));
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos || line.rfind("=====", 0) == 0) continue;
+    std::string label = line.substr(0, colon);
+    label.erase(label.find_last_not_of(' ') + 1);
+    const std::string rest = line.substr(colon + 2);
+    const size_t pm = rest.find("±");
+    const double value = std::stod(rest);
+    const double unc = pm == std::string::npos ? 0 : std::stod(rest.substr(pm + std::strlen("±")));
+    out[label] = {value, unc};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Eval, KlDivergenceAgreesWithLlamaPerplexity) {
+  for (const std::string model : {"llama32/llama32-q4_0", "llama32sharp/llama32sharp-f32"}) {
+    SCOPED_TRACE(model);
+    TOY_REQUIRE_FIXTURE(path, "models/" + model + ".gguf");
+    const auto r = run_toy("eval " + path.string() + " --kl-divergence " + kl_data("llama32-f32.c32.kld") + " --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    const std::string name = model.substr(model.find('/') + 1);
+    const auto ref = llama_figures(kl_data(name + ".llama-perplexity.txt"));
+    ASSERT_GE(ref.size(), 30u);
+    EXPECT_EQ(j["scored"], 8 * 15);
+    auto agrees = [&](const char* field, const std::string& label, double unit, double printed) {
+      ASSERT_TRUE(ref.count(label)) << label;
+      const auto [value, unc] = ref.at(label);
+      EXPECT_NEAR(j[field][0].get<double>() * unit, value, unc + 2 * printed) << label;  // both rounded in print
+    };
+    agrees("ppl", "Mean PPL(Q)", 1, 0.5e-6);  // half the last printed digit
+    agrees("ppl_base", "Mean PPL(base)", 1, 0.5e-6);
+    agrees("log_ppl_ratio", "Mean ln(PPL(Q)/PPL(base))", 1, 0.5e-6);
+    agrees("ppl_ratio", "Mean PPL(Q)/PPL(base)", 1, 0.5e-6);
+    agrees("ppl_diff", "Mean PPL(Q)-PPL(base)", 1, 0.5e-6);
+    agrees("kld", "Mean    KLD", 1, 0.5e-6);
+    agrees("p_diff", "Mean    Δp", 100, 0.5e-3);  // percent, 3 decimals
+    agrees("p_diff_rms", "RMS Δp", 100, 0.5e-3);
+    agrees("same_top", "Same top p", 100, 0.5e-3);
+    // The percentiles, printed with 6 decimals: within a few units of the last (float vs double sums).
+    for (auto [key, label] : std::vector<std::pair<std::string, std::string>>{
+             {"1.000", "Maximum KLD"}, {"0.990", "99.0%   KLD"}, {"0.500", "Median  KLD"}, {"0.000", "Minimum KLD"}})
+      EXPECT_NEAR(j["kld_percentiles"][key].get<double>(), ref.at(label).first, 2e-5) << label;
+  }
+}
+
+// The base file toy writes is llama-perplexity's: the same header and tokens, and rows whose
+// log-probabilities (scale · q + m) agree within the logits' tolerance against llama.cpp's for
+// F32 (0.002, tests/test_models.cpp) and a 16-bit step each; a model against its own file is at zero.
+TEST(Eval, KlDivergenceBaseFileAsLlamaPerplexityWritesIt) {
+  TOY_REQUIRE_FIXTURE(f32, "models/llama32/llama32-f32.gguf");
+  const std::string base = tmp("base.kld");
+  const auto w = run_toy("eval " + f32.string() + " --file " + kl_data("text.txt") +
+                         " --ctx 32 --chunks 8 --kl-divergence-base " + base);
+  ASSERT_EQ(w.code, 0) << w.err;
+  const std::vector<uint8_t> ours = toy::test::read_bytes(base),
+                             theirs = toy::test::read_bytes(kl_data("llama32-f32.c32.kld"));
+  ASSERT_EQ(ours.size(), theirs.size());
+  const size_t head = 20 + 4 * 32 * 8, row = 2 * (512 + 4);
+  EXPECT_TRUE(std::equal(ours.begin(), ours.begin() + long(head), theirs.begin()));  // magic, sizes, tokens
+  auto log_p = [&](const std::vector<uint8_t>& f, size_t at, size_t token) {         // -1 below the row's floor
+    float scale, m;
+    uint16_t q;
+    std::memcpy(&scale, &f[at], 4), std::memcpy(&m, &f[at + 4], 4), std::memcpy(&q, &f[at + 8 + 2 * token], 2);
+    return q == 0 ? 1.0 : double(scale) * q + m;
+  };
+  const double step = 16.0 / 65535;
+  int compared = 0;
+  for (size_t at = head; at < ours.size(); at += row)
+    for (size_t t = 0; t < 512; ++t) {
+      const double a = log_p(ours, at, t), b = log_p(theirs, at, t);
+      if (a > 0 || b > 0) continue;  // at the floor in one of them
+      ASSERT_NEAR(a, b, 0.002 + 2 * step) << "row at byte " << at << ", token " << t;
+      ++compared;
+    }
+  EXPECT_GT(compared, 120 * 512 * 9 / 10);
+  const json self = json::parse(run_toy("eval " + f32.string() + " --kl-divergence " + base + " --json").out);
+  EXPECT_LT(self["kld"][0].get<double>(), 1e-7);
+  EXPECT_EQ(self["same_top"][0].get<double>(), 1.0);
+  EXPECT_NEAR(self["ppl_diff"][0].get<double>(), 0, 1e-3);
+}
+
+TEST(Eval, KlDivergenceMistakes) {
+  TOY_REQUIRE_FIXTURE(f32, "models/llama32/llama32-f32.gguf");
+  TOY_REQUIRE_FIXTURE(other_vocab, kModel);
+  const std::string good = kl_data("llama32-f32.c32.kld"), text = kl_data("text.txt"), m = f32.string();
+  const std::vector<uint8_t> bytes = toy::test::read_bytes(good);
+  const std::string cut = tmp("cut.kld"), junk = tmp("junk.kld");
+  std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), 5000);
+  std::ofstream(junk, std::ios::binary) << "not a logits file at all";
+  for (const auto& [args, code, says] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"--kl-divergence " + cut, 3, "needs"},
+           {"--kl-divergence " + junk, 3, "not a log-probability file"},
+           {"--kl-divergence " + tmp("absent.kld"), 3, "cannot read"},
+           {"--kl-divergence " + good + " --file " + text, 2, "only one of"},
+           {"--kl-divergence " + good + " --ctx 64", 2, "--ctx 32"},
+           {"--kl-divergence " + good + " --stride 8", 2, "chunks"},
+           {"--text hi --kl-divergence-base " + tmp("x.kld"), 2, "--file run"},
+           {"--file " + text + " --ctx 32 --stride 8 --kl-divergence-base " + tmp("x.kld"), 2, "chunks"}}) {
+    const auto r = run_toy("eval " + m + " " + args);
+    EXPECT_EQ(r.code, code) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+  }
+  const auto r = run_toy("eval " + other_vocab.string() + " --kl-divergence " + good);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("vocabulary has 512 tokens"), std::string::npos) << r.err;
 }

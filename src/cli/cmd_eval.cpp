@@ -1,11 +1,13 @@
 // cli/cmd_eval.cpp — `toy eval MODEL`: score text with a model.
 //
-// Two modes:
+// Three modes:
 //   --ids / --text   one sequence in one batch: the logits of every position (--dump-logits),
 //                    each token's log-probability with its top-k alternatives, and the sequence's
 //                    perplexity (the last line, "tokens: N  mean log-prob: X  perplexity: Y").
 //   --file           perplexity of a long text with windows of --ctx tokens: llama.cpp's chunks
-//                    (default) or a strided sliding window (--stride); docs/eval.md.
+//                    (default) or a strided sliding window (--stride); docs/eval.md. With
+//                    --kl-divergence-base FILE, the chunks' log-probabilities saved too.
+//   --kl-divergence  the model against such a file (engines/kl_divergence.h).
 // The log-probability and perplexity arithmetic lives in engines/eval.h; this file only reads
 // input and prints.
 
@@ -19,6 +21,7 @@
 #include "cli/common.h"
 #include "cli/vit.h"
 #include "toy/engines/eval.h"
+#include "toy/engines/kl_divergence.h"
 #include "toy/io/output_file.h"
 #include "toy/io/progress.h"
 
@@ -163,11 +166,31 @@ int score_file(const Args& a, const Loaded& l) {
     bar.update(done);
   };
   PerplexityResult r;
-  try {
-    r = perplexity(*l.model, tokens, o);
-    bar.finish();
-  } catch (const std::invalid_argument& e) {
-    throw InputError(path + ": " + e.what() + " (the text has " + std::to_string(tokens.size()) + " tokens)");
+  auto run = [&] {
+    try {
+      r = perplexity(*l.model, tokens, o);
+      bar.finish();
+    } catch (const std::invalid_argument& e) {
+      throw InputError(path + ": " + e.what() + " (the text has " + std::to_string(tokens.size()) + " tokens)");
+    }
+  };
+  if (!a.has("kl-divergence-base")) {
+    run();
+  } else {  // the base file of a later --kl-divergence: the chunks' tokens, then a row per scored position
+    if (o.stride != 0) throw UsageError("--kl-divergence-base works with llama.cpp's chunks, not --stride");
+    KlBaseHeader h{.n_ctx = o.n_ctx, .n_vocab = cfg.n_vocab, .n_chunk = int64_t(tokens.size()) / o.n_ctx, .tokens = {}};
+    if (o.max_windows > 0) h.n_chunk = std::min(h.n_chunk, o.max_windows);
+    h.tokens.assign(tokens.begin(), tokens.begin() + h.n_chunk * h.n_ctx);
+    write_output_file(a.str("kl-divergence-base"), [&](std::FILE* f) {
+      bool ok = true;
+      o.scored = [&](std::span<const float> row, int32_t) {
+        const std::vector<uint16_t> q = encode_log_probs(row);
+        ok = ok && std::fwrite(q.data(), sizeof(uint16_t), q.size(), f) == q.size();
+      };
+      write_kl_base_header(f, h);
+      run();
+      return ok && std::ferror(f) == 0;
+    });
   }
   const char* method = o.stride == 0 ? "llama.cpp-chunks" : "strided";
   if (a.flag("json")) {
@@ -185,17 +208,119 @@ int score_file(const Args& a, const Loaded& l) {
   return kOk;
 }
 
+// --kl-divergence BASE: the model against the base file's log-probabilities, on the file's tokens,
+// printed as llama-perplexity prints it.
+int kl_divergence(const Args& a, const Loaded& l) {
+  const std::string path = a.str("kl-divergence");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!f) throw InputError(path + ": cannot read");
+  KlBaseHeader h;
+  try {
+    h = read_kl_base_header(f.get(), path);
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
+  const ModelConfig& cfg = l.model->config();
+  if (h.n_vocab != cfg.n_vocab)
+    throw InputError(path + ": its vocabulary has " + std::to_string(h.n_vocab) + " tokens, the model's " +
+                     std::to_string(cfg.n_vocab) + " (compare models of one vocabulary)");
+  if (h.n_ctx > cfg.n_ctx)
+    throw InputError(path + ": made with chunks of " + std::to_string(h.n_ctx) +
+                     " tokens, beyond the model's context of " + std::to_string(cfg.n_ctx));
+  if (a.has("ctx") && a.integer("ctx") != h.n_ctx)
+    throw UsageError("--ctx " + std::to_string(a.integer("ctx")) + ": the base file was made with --ctx " +
+                     std::to_string(h.n_ctx) + " (leave --ctx out)");
+  PerplexityOptions o;
+  o.n_ctx = h.n_ctx;
+  o.kv_type = kv_type(a);
+  o.max_windows = a.integer("chunks");
+  if (o.max_windows < 0) throw UsageError("--chunks must be ≥ 0");
+  o.bos = l.tokenizer && l.tokenizer->add_bos() ? l.tokenizer->bos() : -1;
+  KlDivergence kl;
+  std::vector<uint16_t> base(kl_row_size(h.n_vocab));
+  o.scored = [&](std::span<const float> row, int32_t next) {
+    if (std::fread(base.data(), sizeof(uint16_t), base.size(), f.get()) != base.size())
+      throw InputError(path + ": the file ends inside the log-probabilities");
+    kl.add(row, base, next);
+  };
+  Progress bar("kl-divergence", 0, Progress::Unit::Count, "chunks");
+  o.progress = [&bar](int64_t done, int64_t total) {
+    bar.set_total(total);
+    bar.update(done);
+  };
+  perplexity(*l.model, h.tokens, o);
+  bar.finish();
+  const KlDivergence::Summary s = kl.summary();
+  auto pair = [](const KlDivergence::Estimate& e) { return json::array({e.value, e.uncertainty}); };
+  if (a.flag("json")) {
+    json kld = json::object(), dp = json::object();
+    for (auto [fr, v] : s.kld_percentiles) kld[std::to_string(fr).substr(0, 5)] = v;
+    for (auto [fr, v] : s.p_diff_percentiles) dp[std::to_string(fr).substr(0, 5)] = v;
+    const json out = {{"base", path},
+                      {"n_ctx", h.n_ctx},
+                      {"chunks", s.count / kl_rows_per_chunk(h.n_ctx)},
+                      {"scored", s.count},
+                      {"ppl", pair(s.ppl)},
+                      {"ppl_base", pair(s.ppl_base)},
+                      {"log_ppl_correlation", s.log_ppl_correlation},
+                      {"log_ppl_ratio", pair(s.log_ppl_ratio)},
+                      {"ppl_ratio", pair(s.ppl_ratio)},
+                      {"ppl_diff", pair(s.ppl_diff)},
+                      {"kld", pair(s.kld)},
+                      {"kld_percentiles", kld},
+                      {"p_diff", pair(s.p_diff)},
+                      {"p_diff_percentiles", dp},
+                      {"p_diff_rms", pair(s.p_diff_rms)},
+                      {"same_top", pair(s.same_top)}};
+    std::printf("%s\n", dump(out).c_str());
+    return kOk;
+  }
+  auto name = [](double fr, const char* what) {  // "Maximum KLD", "99.9%   KLD", "Median  KLD", " 5.0%   Δp"
+    char b[32];
+    if (fr == 1) return std::string("Maximum ") + what;
+    if (fr == 0) return std::string("Minimum ") + what;
+    if (fr == 0.5) return std::string("Median  ") + what;
+    std::snprintf(b, sizeof b, "%4.1f%%   %s", 100 * fr, what);
+    return std::string(b);
+  };
+  std::printf("chunks: %lld  ctx: %lld  scored: %lld\n\n", (long long)(s.count / kl_rows_per_chunk(h.n_ctx)),
+              (long long)h.n_ctx, (long long)s.count);
+  std::printf("====== Perplexity statistics ======\n");
+  std::printf("Mean PPL(Q)                   : %10.6f ± %10.6f\n", s.ppl.value, s.ppl.uncertainty);
+  std::printf("Mean PPL(base)                : %10.6f ± %10.6f\n", s.ppl_base.value, s.ppl_base.uncertainty);
+  std::printf("Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%\n", 100 * s.log_ppl_correlation);
+  std::printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", s.log_ppl_ratio.value, s.log_ppl_ratio.uncertainty);
+  std::printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", s.ppl_ratio.value, s.ppl_ratio.uncertainty);
+  std::printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n\n", s.ppl_diff.value, s.ppl_diff.uncertainty);
+  std::printf("====== KL divergence statistics ======\n");
+  std::printf("Mean    KLD: %10.6f ± %10.6f\n", s.kld.value, s.kld.uncertainty);
+  for (auto [fr, v] : s.kld_percentiles) std::printf("%s: %10.6f\n", name(fr, "KLD").c_str(), v);
+  std::printf("\n====== Token probability statistics ======\n");
+  std::printf("Mean    Δp: %6.3f ± %5.3f %%\n", 100 * s.p_diff.value, 100 * s.p_diff.uncertainty);
+  for (auto [fr, v] : s.p_diff_percentiles) std::printf("%s: %6.3f%%\n", name(fr, "Δp").c_str(), 100 * v);
+  std::printf("RMS Δp    : %6.3f ± %5.3f %%\n", 100 * s.p_diff_rms.value, 100 * s.p_diff_rms.uncertainty);
+  std::printf("Same top p: %6.3f ± %5.3f %%\n", 100 * s.same_top.value, 100 * s.same_top.uncertainty);
+  return kOk;
+}
+
 int run(const Args& a) {
   if (a.has("images")) return eval_vit(a);  // an image classifier (cli/vit.h)
   apply_threads(a);
-  const int modes = int(a.has("ids")) + int(a.has("text")) + int(a.has("file"));
-  if (modes == 0) throw UsageError("give --ids, --text or --file");
-  if (modes > 1) throw UsageError("give only one of --ids, --text and --file");
-  if (!a.has("file") && (a.has("ctx") || a.has("stride") || a.has("chunks")))
+  const int modes = int(a.has("ids")) + int(a.has("text")) + int(a.has("file")) + int(a.has("kl-divergence"));
+  if (modes == 0) throw UsageError("give --ids, --text, --file or --kl-divergence");
+  if (modes > 1)
+    throw UsageError("give only one of --ids, --text, --file and --kl-divergence (whose text is its file's)");
+  const bool windows = a.has("file") || a.has("kl-divergence");
+  if (!windows && (a.has("ctx") || a.has("stride") || a.has("chunks")))
     throw UsageError("--ctx, --stride and --chunks are for perplexity over --file");
+  if (a.has("kl-divergence-base") && !a.has("file"))
+    throw UsageError("--kl-divergence-base saves the log-probabilities of a --file run");
+  if (a.has("kl-divergence") && a.has("stride"))
+    throw UsageError("--kl-divergence runs llama.cpp's chunks, not --stride");
   Loaded l = load_model_and_tokenizer(a);
   apply_lora_flags(a, *l.model);
   place_model(a, *l.model);
+  if (a.has("kl-divergence")) return kl_divergence(a, l);
   return a.has("file") ? score_file(a, l) : score_sequence(a, l);
 }
 
@@ -213,6 +338,14 @@ Registrar reg({
               {"stride", FlagType::Int, "0",
                "--file: 0 = llama.cpp chunks (score the second half); S = sliding window moved S tokens"},
               {"chunks", FlagType::Int, "0", "--file: evaluate at most this many windows (0: all)"},
+              {"kl-divergence-base",
+               FlagType::Path,
+               "",
+               "--file: also save the log-probabilities, for a later --kl-divergence (llama-perplexity's file)",
+               0,
+               {"--save-all-logits"}},
+              {"kl-divergence", FlagType::Path, "",
+               "compare with a --kl-divergence-base file: KL divergence, Δp, same top token, Δ perplexity"},
               {"json", FlagType::Bool, "", "print one JSON object"},
               kv_type_flag(),
               device_flag(),
@@ -226,6 +359,8 @@ Registrar reg({
     .details = "examples:\n  toy eval model.gguf --ids 1,15043,3186 --dump-logits out.f32\n"
                "  toy eval model.gguf --text \"The cat sat\" --top-k 5\n"
                "  toy eval model.gguf --file book.txt --ctx 256 --stride 128 --json\n"
+               "  toy eval f16.gguf --file book.txt --kl-divergence-base f16.kld    then\n"
+               "  toy eval q4_0.gguf --kl-divergence f16.kld                          quantization's damage\n"
                "  toy eval vit.gguf --images /usr/share/datasets/fashion-mnist      a ViT's test accuracy\n"
                "methods: docs/eval.md",
 });

@@ -99,8 +99,11 @@ PerplexityResult chunked(const Model& model, std::span<const int32_t> tokens, co
     if (o.bos >= 0) chunk[0] = o.bos;  // llama.cpp overwrites the first token, it does not insert
     engine.reset();
     const Tensor logits = engine.feed(chunk);  // [n_ctx, V]
-    for (int64_t j = first; j < n_ctx - 1; ++j)
-      s.add(std::span<const float>(logits.data() + size_t(j) * V, V), chunk[size_t(j + 1)]);
+    for (int64_t j = first; j < n_ctx - 1; ++j) {
+      const std::span<const float> row(logits.data() + size_t(j) * V, V);
+      s.add(row, chunk[size_t(j + 1)]);
+      if (o.scored) o.scored(row, chunk[size_t(j + 1)]);
+    }
     r.window_ppl.push_back(s.ppl());
     if (o.progress) o.progress(i + 1, n_chunk);
   }

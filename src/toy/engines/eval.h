@@ -54,6 +54,9 @@ struct PerplexityOptions {
   int64_t max_windows = 0;     // 0: all; else stop after this many chunks/windows (llama.cpp --chunks)
   DType kv_type = DType::F32;  // the KV cache's dtype (F32 or F16)
   std::function<void(int64_t done, int64_t total)> progress;  // after every window
+  // Chunk mode: each scored position in order, its logits row and the token that follows (the
+  // KL divergence's base file and comparison, engines/kl_divergence.h).
+  std::function<void(std::span<const float> logits, int32_t next)> scored;
 };
 
 struct PerplexityResult {
