@@ -346,3 +346,111 @@ TEST(Eval, KlDivergenceMistakes) {
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_NE(r.err.find("vocabulary has 512 tokens"), std::string::npos) << r.err;
 }
+
+// --multiple-choice on hand-made tasks (tests/data/mc/README.md): each choice's score recomputed
+// here from the per-token log-probabilities of `toy eval --text "context choice"`, then the three
+// picks and the accuracies with lm-eval's standard error.
+namespace {
+
+std::string quoted(const std::string& s) {  // for the shell, in single quotes
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string mc_data(const std::string& name) { return std::string(TOY_SOURCE_DIR) + "/tests/data/mc/" + name; }
+
+}  // namespace
+
+TEST(Eval, MultipleChoiceAsComputedFromTokenLogprobs) {
+  const auto r = run_toy("eval --multiple-choice " + mc_data("stories.jsonl") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json got = json::parse(r.out);
+  std::istringstream in(toy::test::read_text(mc_data("stories.jsonl")));
+  int tasks = 0, right[3] = {0, 0, 0};
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const json task = json::parse(line);
+    const json& mine = got["per_task"][tasks++];
+    std::vector<std::vector<int>> ids;
+    std::vector<std::vector<double>> lp;
+    for (const json& choice : task["choices"]) {
+      const std::string text = task["context"].get<std::string>() + " " + choice.get<std::string>();
+      const json e = json::parse(run_toy("eval --text " + quoted(text) + " --json").out);
+      ids.emplace_back(), lp.emplace_back();
+      for (const json& t : e["tokens"]) {
+        ids.back().push_back(t["id"]);
+        lp.back().push_back(t["logprob"].is_null() ? 0.0 : t["logprob"].get<double>());
+      }
+    }
+    size_t shared = 0;  // the prefix all choices share, each keeping a token
+    while (std::all_of(ids.begin(), ids.end(),
+                       [&](const std::vector<int>& s) { return shared + 1 < s.size() && s[shared] == ids[0][shared]; }))
+      ++shared;
+    shared = std::max<size_t>(shared, 1);
+    std::vector<double> sum, per_letter, per_token;
+    for (size_t c = 0; c < ids.size(); ++c) {
+      double s = 0;
+      for (size_t t = shared; t < ids[c].size(); ++t) s += lp[c][t];
+      sum.push_back(s);
+      const std::string text = " " + task["choices"][c].get<std::string>();  // ASCII here: a letter a byte
+      per_letter.push_back(s / double(text.size()));
+      per_token.push_back(s / double(ids[c].size() - shared));
+      EXPECT_NEAR(mine["logprob"][c].get<double>(), s, 1e-9) << line;
+      EXPECT_EQ(mine["tokens"][c].get<size_t>(), ids[c].size() - shared) << line;
+    }
+    const int label = task["label"];
+    const std::vector<double>* rules[3] = {&sum, &per_letter, &per_token};
+    const char* names[3] = {"by_sum", "by_letter", "by_token"};
+    for (int k = 0; k < 3; ++k) {
+      const int pick = int(std::max_element(rules[k]->begin(), rules[k]->end()) - rules[k]->begin());
+      EXPECT_EQ(mine[names[k]], pick) << names[k] << ": " << line;
+      right[k] += pick == label;
+    }
+  }
+  ASSERT_EQ(got["tasks"], tasks);
+  const char* fields[3] = {"acc", "acc_norm", "acc_per_token"};
+  for (int k = 0; k < 3; ++k) {
+    const double p = double(right[k]) / tasks;
+    EXPECT_NEAR(got[fields[k]][0].get<double>(), p, 1e-12) << fields[k];
+    EXPECT_NEAR(got[fields[k]][1].get<double>(), std::sqrt(p * (1 - p) / (tasks - 1)), 1e-12) << fields[k];
+  }
+  EXPECT_GT(right[0], 0);
+  EXPECT_LT(right[0], tasks);  // the wrong labels are counted wrong
+}
+
+TEST(Eval, MultipleChoiceHellaSwagAsLlamaPerplexity) {
+  const auto r = run_toy("eval --hellaswag " + mc_data("stories-hellaswag.txt") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["format"], "hellaswag");
+  EXPECT_EQ(j["tasks"], 11);
+  EXPECT_NEAR(j["acc_per_token"][0].get<double>(), 0.7272727273, 1e-10);  // llama-perplexity's 72.72727273%
+  const auto two = run_toy("eval --multiple-choice " + mc_data("stories-hellaswag.txt") + " --tasks 2");
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.out.find("tasks: 2  format: hellaswag"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("accuracy per token"), std::string::npos) << two.out;
+}
+
+TEST(Eval, MultipleChoiceMistakes) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"{\"context\": \"a\", \"choices\": [\"b\", \"c\"], \"label\": 0}\n{oops\n", ":2: not a JSON object"},
+      {"{\"context\": \"a\", \"choices\": [\"b\"], \"label\": 0}\n", "at least 2"},
+      {"{\"context\": \"a\", \"choices\": [\"b\", \"c\"], \"label\": 2}\n", "label 2 is not the index"},
+      {"{\"context\": \"a\", \"choices\": [\"b\", 5], \"label\": 0}\n", "at least 2 texts"},
+      {"context\n0\na\nb\nc\n", "not a multiple of 6"},
+      {"context\nx\na\nb\nc\nd\n", "the label must be 0, 1, 2 or 3"},
+      {"\n\n", "no tasks"},
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string path = tmp("mc" + std::to_string(i) + ".txt");
+    std::ofstream(path) << files[i].first;
+    const auto r = run_toy("eval --multiple-choice " + path);
+    EXPECT_EQ(r.code, 3) << files[i].first << r.err;
+    EXPECT_NE(r.err.find(files[i].second), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run_toy("eval --multiple-choice " + mc_data("stories.jsonl") + " --tasks -1").code, 2);
+  EXPECT_EQ(run_toy("eval --text hi --tasks 3").code, 2);
+  EXPECT_EQ(run_toy("eval --multiple-choice " + mc_data("stories.jsonl") + " --text hi").code, 2);
+  EXPECT_EQ(run_toy("eval --multiple-choice " + tmp("absent.jsonl")).code, 3);
+}

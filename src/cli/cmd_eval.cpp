@@ -1,6 +1,6 @@
 // cli/cmd_eval.cpp — `toy eval MODEL`: score text with a model.
 //
-// Three modes:
+// Four modes:
 //   --ids / --text   one sequence in one batch: the logits of every position (--dump-logits),
 //                    each token's log-probability with its top-k alternatives, and the sequence's
 //                    perplexity (the last line, "tokens: N  mean log-prob: X  perplexity: Y").
@@ -8,9 +8,11 @@
 //                    (default) or a strided sliding window (--stride); docs/eval.md. With
 //                    --kl-divergence-base FILE, the chunks' log-probabilities saved too.
 //   --kl-divergence  the model against such a file (engines/kl_divergence.h).
+//   --multiple-choice  tasks scored by each choice's log-likelihood (engines/eval.h score_choices).
 // The log-probability and perplexity arithmetic lives in engines/eval.h; this file only reads
 // input and prints.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -303,13 +305,126 @@ int kl_divergence(const Args& a, const Loaded& l) {
   return kOk;
 }
 
+// --multiple-choice FILE: JSONL {"context", "choices", "label"} or llama-perplexity's HellaSwag
+// text (6 lines a task: context, label, 4 endings). Malformed content is an InputError naming the line.
+std::vector<ChoiceTask> read_choice_tasks(const std::string& path, std::string& format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot read");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  auto blank = [](const std::string& l) { return l.find_first_not_of(" \t") == std::string::npos; };
+  const auto first = std::find_if_not(lines.begin(), lines.end(), blank);
+  if (first == lines.end()) throw InputError(path + ": no tasks");
+  std::vector<ChoiceTask> tasks;
+  auto at = [&](size_t i) { return path + ":" + std::to_string(i + 1) + ": "; };
+  if ((*first)[first->find_first_not_of(" \t")] == '{') {
+    format = "jsonl";
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (blank(lines[i])) continue;
+      json j;
+      try {
+        j = json::parse(lines[i]);
+      } catch (const json::parse_error&) {
+        throw InputError(at(i) + "not a JSON object");
+      }
+      const bool ok =
+          j.is_object() && j.contains("context") && j["context"].is_string() && j.contains("choices") &&
+          j["choices"].is_array() && j["choices"].size() >= 2 &&
+          std::all_of(j["choices"].begin(), j["choices"].end(), [](const json& c) { return c.is_string(); }) &&
+          j.contains("label") && j["label"].is_number_integer();
+      if (!ok)
+        throw InputError(
+            at(i) + "expected {\"context\": text, \"choices\": [at least 2 texts], \"label\": the right one's index}");
+      ChoiceTask t{.context = j["context"].get<std::string>(),
+                   .choices = j["choices"].get<std::vector<std::string>>(),
+                   .label = j["label"].get<int64_t>()};
+      if (t.label < 0 || t.label >= int64_t(t.choices.size()))
+        throw InputError(at(i) + "label " + std::to_string(t.label) + " is not the index of a choice");
+      tasks.push_back(std::move(t));
+    }
+    return tasks;
+  }
+  format = "hellaswag";
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  if (lines.size() % 6 != 0)
+    throw InputError(path + ": " + std::to_string(lines.size()) +
+                     " lines, not a multiple of 6 (HellaSwag: context, label, 4 endings a task; or JSONL)");
+  for (size_t i = 0; i < lines.size(); i += 6) {
+    const std::string& label = lines[i + 1];
+    if (label.size() != 1 || label[0] < '0' || label[0] > '3')
+      throw InputError(at(i + 1) + "the label must be 0, 1, 2 or 3, got \"" + label.substr(0, 20) + "\"");
+    tasks.push_back({.context = lines[i],
+                     .choices = {lines[i + 2], lines[i + 3], lines[i + 4], lines[i + 5]},
+                     .label = label[0] - '0'});
+  }
+  return tasks;
+}
+
+int multiple_choice(const Args& a, const Loaded& l) {
+  if (!l.tokenizer) throw InputError(l.file->path() + ": the file has no tokenizer; --multiple-choice needs one");
+  const std::string path = a.str("multiple-choice");
+  std::string format;
+  std::vector<ChoiceTask> tasks = read_choice_tasks(path, format);
+  const long long limit = a.integer("tasks");
+  if (limit < 0) throw UsageError("--tasks must be ≥ 0");
+  if (limit > 0 && size_t(limit) < tasks.size()) tasks.resize(size_t(limit));
+  Progress bar("multiple-choice", int64_t(tasks.size()), Progress::Unit::Count, "tasks");
+  int64_t by_sum = 0, by_letter = 0, by_token = 0;
+  json per_task = json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    ChoiceScores s;
+    try {
+      s = score_choices(*l.model, *l.tokenizer, tasks[i], kv_type(a));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(path + ": task " + std::to_string(i + 1) + ": " + e.what());
+    }
+    by_sum += s.by_sum() == tasks[i].label;
+    by_letter += s.by_letter() == tasks[i].label;
+    by_token += s.by_token() == tasks[i].label;
+    per_task.push_back({{"label", tasks[i].label},
+                        {"logprob", s.logprob},
+                        {"tokens", s.tokens},
+                        {"by_sum", s.by_sum()},
+                        {"by_letter", s.by_letter()},
+                        {"by_token", s.by_token()}});
+    bar.update(int64_t(i + 1));
+  }
+  bar.finish();
+  const double n = double(tasks.size());
+  auto accuracy = [n](int64_t right) {  // the fraction right and its standard error, as lm-eval's
+    const double p = double(right) / n;
+    return json::array({p, n > 1 ? std::sqrt(p * (1 - p) / (n - 1)) : 0.0});
+  };
+  const json acc = accuracy(by_sum), norm = accuracy(by_letter), tok = accuracy(by_token);
+  if (a.flag("json")) {
+    const json out = {{"file", path},     {"format", format},     {"tasks", tasks.size()}, {"acc", acc},
+                      {"acc_norm", norm}, {"acc_per_token", tok}, {"per_task", per_task}};
+    std::printf("%s\n", dump(out).c_str());
+    return kOk;
+  }
+  std::printf("tasks: %zu  format: %s\n", tasks.size(), format.c_str());
+  auto line = [](const char* what, const json& v, const char* how) {
+    std::printf("%s %7.3f ± %6.3f %%  %s\n", what, 100 * v[0].get<double>(), 100 * v[1].get<double>(), how);
+  };
+  line("accuracy           :", acc, "(the sum of the choice's log-probabilities: lm-eval's acc)");
+  line("accuracy per letter:", norm, "(that sum over its length in characters: lm-eval's acc_norm)");
+  line("accuracy per token :", tok, "(the mean per token: llama-perplexity --hellaswag)");
+  return kOk;
+}
+
 int run(const Args& a) {
   if (a.has("images")) return eval_vit(a);  // an image classifier (cli/vit.h)
   apply_threads(a);
-  const int modes = int(a.has("ids")) + int(a.has("text")) + int(a.has("file")) + int(a.has("kl-divergence"));
-  if (modes == 0) throw UsageError("give --ids, --text, --file or --kl-divergence");
+  const int modes = int(a.has("ids")) + int(a.has("text")) + int(a.has("file")) + int(a.has("kl-divergence")) +
+                    int(a.has("multiple-choice"));
+  if (modes == 0) throw UsageError("give --ids, --text, --file, --kl-divergence or --multiple-choice");
   if (modes > 1)
-    throw UsageError("give only one of --ids, --text, --file and --kl-divergence (whose text is its file's)");
+    throw UsageError(
+        "give only one of --ids, --text, --file, --kl-divergence (whose text is its file's) and --multiple-choice");
+  if (a.has("tasks") && !a.has("multiple-choice")) throw UsageError("--tasks is for --multiple-choice");
   const bool windows = a.has("file") || a.has("kl-divergence");
   if (!windows && (a.has("ctx") || a.has("stride") || a.has("chunks")))
     throw UsageError("--ctx, --stride and --chunks are for perplexity over --file");
@@ -321,6 +436,7 @@ int run(const Args& a) {
   apply_lora_flags(a, *l.model);
   place_model(a, *l.model);
   if (a.has("kl-divergence")) return kl_divergence(a, l);
+  if (a.has("multiple-choice")) return multiple_choice(a, l);
   return a.has("file") ? score_file(a, l) : score_sequence(a, l);
 }
 
@@ -346,6 +462,13 @@ Registrar reg({
                {"--save-all-logits"}},
               {"kl-divergence", FlagType::Path, "",
                "compare with a --kl-divergence-base file: KL divergence, Δp, same top token, Δ perplexity"},
+              {"multiple-choice",
+               FlagType::Path,
+               "",
+               "score tasks (JSONL {context, choices, label}, or HellaSwag's 6-line text): accuracy ± standard error",
+               0,
+               {"--hellaswag"}},
+              {"tasks", FlagType::Int, "0", "--multiple-choice: the first N tasks only (0: all)"},
               {"json", FlagType::Bool, "", "print one JSON object"},
               kv_type_flag(),
               device_flag(),
@@ -361,6 +484,7 @@ Registrar reg({
                "  toy eval model.gguf --file book.txt --ctx 256 --stride 128 --json\n"
                "  toy eval f16.gguf --file book.txt --kl-divergence-base f16.kld    then\n"
                "  toy eval q4_0.gguf --kl-divergence f16.kld                          quantization's damage\n"
+               "  toy eval model.gguf --multiple-choice hellaswag_val_full.txt --tasks 400\n"
                "  toy eval vit.gguf --images /usr/share/datasets/fashion-mnist      a ViT's test accuracy\n"
                "methods: docs/eval.md",
 });

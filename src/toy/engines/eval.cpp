@@ -141,6 +141,65 @@ PerplexityResult strided(const Model& model, std::span<const int32_t> tokens, co
 
 }  // namespace
 
+namespace {
+
+int64_t best(const std::vector<double>& score) {
+  return int64_t(std::max_element(score.begin(), score.end()) - score.begin());  // the first of equals
+}
+
+}  // namespace
+
+int64_t ChoiceScores::by_sum() const { return best(logprob); }
+
+int64_t ChoiceScores::by_letter() const {
+  std::vector<double> s;
+  for (size_t c = 0; c < logprob.size(); ++c) s.push_back(logprob[c] / double(std::max<int64_t>(letters[c], 1)));
+  return best(s);
+}
+
+int64_t ChoiceScores::by_token() const {
+  std::vector<double> s;
+  for (size_t c = 0; c < logprob.size(); ++c) s.push_back(logprob[c] / double(tokens[c]));
+  return best(s);
+}
+
+ChoiceScores score_choices(const Model& model, const Tokenizer& tokenizer, const ChoiceTask& task, DType kv_type) {
+  std::vector<std::vector<int32_t>> seqs;  // context + " " + choice, as tokens
+  for (const std::string& choice : task.choices) seqs.push_back(tokenizer.encode(task.context + " " + choice, true));
+  // The prefix every choice shares, leaving each at least one token to score.
+  size_t shared = seqs[0].size();
+  for (const std::vector<int32_t>& s : seqs) {
+    shared = std::min(shared, s.size() - 1);
+    while (shared > 0 && !std::equal(s.begin(), s.begin() + long(shared), seqs[0].begin())) --shared;
+  }
+  shared = std::max<size_t>(shared, 1);  // the first token has nothing before it
+  size_t longest = 0;
+  for (size_t c = 0; c < seqs.size(); ++c) {
+    if (seqs[c].size() <= shared) throw std::invalid_argument("choice " + std::to_string(c) + " has no token to score");
+    if (int64_t(seqs[c].size()) > model.config().n_ctx)
+      throw std::invalid_argument("choice " + std::to_string(c) + " is " + std::to_string(seqs[c].size()) +
+                                  " tokens with its context, beyond the model's context of " +
+                                  std::to_string(model.config().n_ctx));
+    longest = std::max(longest, seqs[c].size());
+  }
+  ChoiceScores out;
+  DecodeEngine engine(model, int64_t(longest), kv_type);
+  const size_t V = size_t(model.config().n_vocab);
+  for (size_t c = 0; c < seqs.size(); ++c) {
+    const std::vector<int32_t>& s = seqs[c];
+    engine.reset();
+    const Tensor logits = engine.feed(s);  // [T, V], row t predicts s[t + 1]
+    double sum = 0;
+    for (size_t t = shared; t < s.size(); ++t)
+      sum += token_logprob(std::span<const float>(logits.data() + (t - 1) * V, V), s[t]);
+    out.logprob.push_back(sum);
+    out.tokens.push_back(int64_t(s.size() - shared));
+    const std::string text = " " + task.choices[c];
+    out.letters.push_back(std::count_if(text.begin(), text.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+  }
+  return out;
+}
+
 PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& o) {
   if (o.n_ctx < 2) throw std::invalid_argument("perplexity: the context must be at least 2 tokens");
   if (o.stride < 0 || o.stride > o.n_ctx)

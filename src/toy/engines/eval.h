@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "toy/engines/decode.h"
+#include "toy/tokenizer/tokenizer.h"
 
 namespace toy {
 
@@ -72,5 +73,30 @@ struct PerplexityResult {
 // Throws std::invalid_argument when there are too few tokens for one window (chunk mode needs
 // n_ctx tokens, strided mode 2) or the options are inconsistent.
 PerplexityResult perplexity(const Model& model, std::span<const int32_t> tokens, const PerplexityOptions& options);
+
+// A multiple-choice task: which choice is the likeliest continuation of the context.
+struct ChoiceTask {
+  std::string context;
+  std::vector<std::string> choices;  // at least 2
+  int64_t label = 0;                 // the right one
+};
+
+// How each choice scored. Each choice is tokenized as context + " " + choice (BOS as the
+// tokenizer says; lm-eval's and llama-perplexity's delimiter); its tokens after the prefix all
+// the task's choices share are scored: log p of each given the tokens before it, summed.
+struct ChoiceScores {
+  std::vector<double> logprob;   // Σ log p over the choice's scored tokens
+  std::vector<int64_t> tokens;   // how many were scored
+  std::vector<int64_t> letters;  // code points of " " + choice (lm-eval's acc_norm divides by them)
+  // The pick by each rule (ties to the first): the sum (lm-eval's acc), the sum per letter
+  // (lm-eval's acc_norm), the mean per token (llama-perplexity --hellaswag's acc_norm).
+  int64_t by_sum() const;
+  int64_t by_letter() const;
+  int64_t by_token() const;
+};
+
+// Throws std::invalid_argument when a choice does not fit the model's context.
+ChoiceScores score_choices(const Model& model, const Tokenizer& tokenizer, const ChoiceTask& task,
+                           DType kv_type = DType::F32);
 
 }  // namespace toy
