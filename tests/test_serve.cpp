@@ -1537,6 +1537,10 @@ void check_speculation(const std::string& family) {
       const Reply r = post(plain.port(), "/v1/completions", q);
       ASSERT_EQ(r.status, 200) << r.body;
       alone.push_back(answer(r, q.value("stream", false)));
+      if (!q.value("stream", false)) {  // timings without a draft: no draft_n
+        EXPECT_TRUE(r.j()["timings"].contains("predicted_ms")) << r.body;
+        EXPECT_FALSE(r.j()["timings"].contains("draft_n")) << r.body;
+      }
     }
   }
   double accepted = 0;
@@ -1562,6 +1566,21 @@ void check_speculation(const std::string& family) {
     };
     EXPECT_GT(metric("toy_draft_tokens_total"), metric("toy_draft_tokens_accepted_total")) << metrics;
     accepted += metric("toy_draft_tokens_accepted_total");
+    // llama-server's timings: in the answer, and in a stream's last chunk of each choice.
+    json q = requests[3];
+    q["stream"] = false;
+    const json one = post(s.port(), "/v1/completions", q).j();
+    const json& t = one["timings"];
+    EXPECT_EQ(t["predicted_n"], one["usage"]["completion_tokens"]) << one.dump();
+    EXPECT_EQ(t["prompt_n"].get<int>() + t["cache_n"].get<int>(), one["usage"]["prompt_tokens"].get<int>());
+    EXPECT_GT(t["predicted_per_second"].get<double>(), 0);
+    EXPECT_GT(t["draft_n"].get<int>(), 0) << t.dump();
+    EXPECT_LE(t["draft_n_accepted"].get<int>(), t["draft_n"].get<int>());
+    q["stream"] = true;
+    const std::string events = post(s.port(), "/v1/completions", q).body;
+    const size_t end = events.rfind("\"finish_reason\":\"");
+    ASSERT_NE(end, std::string::npos) << events;
+    EXPECT_NE(events.find("\"draft_n_accepted\":", end), std::string::npos) << events.substr(end);
     // A request's limits are checked.
     for (const json& bad : {json{{"speculative.n_max", 0}}, json{{"speculative.n_min", 9}, {"speculative.n_max", 4}},
                             json{{"speculative.p_min", 1.5}}, json{{"speculative.n_max", "8"}}}) {

@@ -263,7 +263,7 @@ void stream_answer(Server::Impl& s, httplib::Response& res, SlotPool::Lease leas
                 ok = write(sse(st->writer.delta({calls.held(), {}})));
               for (const ToolCallDelta& c : calls.finish(r.tool_calls)) ok = ok && write(sse(st->writer.tool_call(c)));
             }
-            ok = ok && !r.cancelled && write(sse(st->writer.last(r.finish_reason)));
+            ok = ok && !r.cancelled && write(sse(st->writer.last(r)));
             r.cancelled = r.cancelled || !ok;
             s.log(route + " (stream) slot " + std::to_string(slot) + choice_name(st->job, i) + ": " + summary(r));
             s.metrics.count_completion(r);

@@ -1,6 +1,7 @@
 // serve/openai_format.cpp — response, chunk, usage and logprobs objects (see openai_format.h).
 #include "toy/serve/openai_format.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -81,6 +82,28 @@ json usage_json(const CompletionResult& r) {
           {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
 }
 
+json timings_json(const CompletionResult& r) {
+  auto rates = [](int64_t n, double seconds) {  // ms, ms per token, tokens per second
+    return std::array<double, 3>{1e3 * seconds, n > 0 ? 1e3 * seconds / double(n) : 0.0,
+                                 seconds > 0 ? double(n) / seconds : 0.0};
+  };
+  const int64_t prompt_n = r.prompt_tokens - r.cached_tokens;
+  const auto [prompt_ms, prompt_per_token_ms, prompt_per_second] = rates(prompt_n, r.prompt_seconds);
+  const auto [predicted_ms, predicted_per_token_ms, predicted_per_second] =
+      rates(r.completion_tokens, r.generate_seconds);
+  json t = {{"cache_n", r.cached_tokens},
+            {"prompt_n", prompt_n},
+            {"prompt_ms", prompt_ms},
+            {"prompt_per_token_ms", prompt_per_token_ms},
+            {"prompt_per_second", prompt_per_second},
+            {"predicted_n", r.completion_tokens},
+            {"predicted_ms", predicted_ms},
+            {"predicted_per_token_ms", predicted_per_token_ms},
+            {"predicted_per_second", predicted_per_second}};
+  if (r.draft_tokens > 0) t.update({{"draft_n", r.draft_tokens}, {"draft_n_accepted", r.draft_accepted}});
+  return t;
+}
+
 namespace {
 
 // One choice of a complete answer.
@@ -124,7 +147,13 @@ CompletionResult total_usage(const std::vector<CompletionResult>& results) {
   CompletionResult total;
   total.prompt_tokens = results.at(0).prompt_tokens;
   total.cached_tokens = results[0].cached_tokens;
-  for (const CompletionResult& r : results) total.completion_tokens += r.completion_tokens;
+  total.prompt_seconds = results[0].prompt_seconds;
+  for (const CompletionResult& r : results) {
+    total.completion_tokens += r.completion_tokens;
+    total.generate_seconds += r.generate_seconds;
+    total.draft_tokens += r.draft_tokens;
+    total.draft_accepted += r.draft_accepted;
+  }
   return total;
 }
 
@@ -140,7 +169,9 @@ json response_json(const ResponseHeader& h, const std::vector<CompletionResult>&
     choices.push_back(choice_json(h.endpoint, int(index), results[index], t, logprobs, echo));
   }
   out["choices"] = std::move(choices);
-  out["usage"] = usage_json(total_usage(results));
+  const CompletionResult total = total_usage(results);
+  out["usage"] = usage_json(total);
+  out["timings"] = timings_json(total);
   return out;
 }
 
@@ -187,11 +218,15 @@ json ChunkWriter::tool_call(const ToolCallDelta& d) {
                 {"finish_reason", nullptr}});
 }
 
-json ChunkWriter::last(const std::string& finish_reason) {
-  if (h_.endpoint == Endpoint::Chat)
-    return chunk(
-        {{"index", index_}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
-  return chunk({{"text", ""}, {"index", index_}, {"logprobs", nullptr}, {"finish_reason", finish_reason}});
+json ChunkWriter::last(const CompletionResult& r) {
+  json out = h_.endpoint == Endpoint::Chat
+                 ? chunk({{"index", index_},
+                          {"delta", json::object()},
+                          {"logprobs", nullptr},
+                          {"finish_reason", r.finish_reason}})
+                 : chunk({{"text", ""}, {"index", index_}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}});
+  out["timings"] = timings_json(r);
+  return out;
 }
 
 json ChunkWriter::usage(const CompletionResult& r) {

@@ -45,6 +45,10 @@ json response_json(const ResponseHeader& h, const std::vector<CompletionResult>&
 // The usage of a request's choices together: the prompt counted once (with the cached tokens of
 // the first choice's prompt), the completion tokens of all choices.
 CompletionResult total_usage(const std::vector<CompletionResult>& results);
+// llama-server's "timings": cache_n, prompt_n (the prompt tokens fed), prompt_ms,
+// prompt_per_token_ms, prompt_per_second, predicted_* likewise, and with speculative decoding
+// draft_n and draft_n_accepted. In a complete answer (all choices) and in each choice's last chunk.
+json timings_json(const CompletionResult& r);
 
 // Builds the stream chunks of one request, one choice after the other (set_choice); keeps the
 // running text offset for legacy logprobs.
@@ -61,7 +65,7 @@ class ChunkWriter {
   // Chat: a piece of a tool call as OpenAI streams them: the call's index, id, type and name with
   // empty arguments first, then pieces of its arguments (tool_calls.h, ToolCallStream).
   json tool_call(const ToolCallDelta& d);
-  json last(const std::string& finish_reason);
+  json last(const CompletionResult& r);  // the finish_reason, and llama-server's timings
   json usage(const CompletionResult& r);
 
  private:
