@@ -93,7 +93,7 @@ SamplerConfig sampler_config(const Args& a, const Tokenizer* t) {
     throw UsageError("--logit-bias and --dry-sequence-breaker need a model with a vocabulary");
   for (const std::string& b : biases) sc.logit_bias.push_back(logit_bias(b, t->n_vocab()));
   if (sc.dry_multiplier > 0 && t) {  // llama.cpp's: the flag replaces the defaults, "none" leaves none
-    if (breakers.empty()) breakers = {"\n", ":", "\"", "*"};
+    if (breakers.empty()) breakers = default_dry_breakers();
     std::erase(breakers, "none");
     sc.dry_sequence_breakers = dry_breakers(*t, breakers);
   }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "toy/engines/eval.h"
+
 namespace toy {
 namespace {
 
@@ -55,9 +57,7 @@ int64_t kl_rows_per_chunk(int64_t n_ctx) { return n_ctx - 1 - n_ctx / 2; }
 std::vector<uint16_t> encode_log_probs(std::span<const float> z) {
   const float top = *std::max_element(z.begin(), z.end());
   const float low = std::max(*std::min_element(z.begin(), z.end()), top + float(kFloor));
-  double sum = 0;
-  for (float x : z) sum += std::exp(double(x) - double(top));
-  const float m = float(double(low) - double(top) - std::log(sum));  // log p of the lowest kept logit
+  const float m = float(double(low) - log_sum_exp(z));  // log p of the lowest kept logit
   const float scale = (top - low) / 65535.0f;
   std::vector<uint16_t> row(kl_row_size(int64_t(z.size())), 0);
   std::memcpy(row.data(), &scale, sizeof scale);
@@ -115,9 +115,7 @@ void write_kl_base_header(std::FILE* f, const KlBaseHeader& h) {
 void KlDivergence::add(std::span<const float> z, std::span<const uint16_t> base, int32_t token) {
   // Q, the model: log q_i = z_i − lse.
   const size_t top = size_t(std::max_element(z.begin(), z.end()) - z.begin());
-  double sum = 0;
-  for (float x : z) sum += std::exp(double(x) - double(z[top]));
-  const double lse = double(z[top]) + std::log(sum);
+  const double lse = log_sum_exp(z);
   const double nll = lse - double(z[size_t(token)]);
   // P, the base: log p_i = scale · q_i + m.
   const double scale = header_float(base, 0), m = header_float(base, 1);

@@ -81,11 +81,15 @@ Candidates keep(const Candidates& c, std::vector<size_t> positions) {
   return kept;
 }
 
-Candidates keep_likeliest(const Candidates& c, size_t n) {  // the n likeliest
-  Ranking rank(c);
+Candidates keep_likeliest(const Candidates& c, Ranking& rank, size_t n) {  // the n likeliest, by rank
   std::vector<size_t> positions;
   for (size_t i = 0; i < std::min(n, c.size()); ++i) positions.push_back(rank[i]);
   return keep(c, std::move(positions));
+}
+
+Candidates keep_likeliest(const Candidates& c, size_t n) {
+  Ranking rank(c);
+  return keep_likeliest(c, rank, n);
 }
 
 // The last n tokens of the history (all of them for n < 0).
@@ -189,7 +193,7 @@ Candidates top_p(const Candidates& c, float p, size_t min_keep) {
   double mass = 0;
   for (size_t i = 0; i < c.size(); ++i) {
     mass += prob[rank[i]];
-    if (mass >= p && i + 1 >= min_keep) return keep_likeliest(c, i + 1);
+    if (mass >= p && i + 1 >= min_keep) return keep_likeliest(c, rank, i + 1);
   }
   return c;
 }
@@ -325,9 +329,9 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   const bool chained = c_.mirostat == 0;
 
   if (c_.temperature <= 0) {  // greedy: the stages that move logits, then the likeliest
-    for (SamplerStage stage : chained ? c_.chain : std::vector<SamplerStage>{}) {
-      if (stage == SamplerStage::Penalties) penalise(c, c_, history);
-      if (stage == SamplerStage::Dry) dry(c, c_, breakers_, history);
+    for (SamplerStage stage : c_.chain) {
+      if (chained && stage == SamplerStage::Penalties) penalise(c, c_, history);
+      if (chained && stage == SamplerStage::Dry) dry(c, c_, breakers_, history);
     }
     return c[Ranking(c)[0]].id;
   }
@@ -382,14 +386,14 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
         const double s = st / tt, eps = s - 1;
         k = std::pow(eps * std::pow(2.0, mu_) / (1 - std::pow(double(z.size()), -eps)), 1 / s);
       }
-      c = keep_likeliest(c, std::isfinite(k) ? size_t(std::clamp(k, 1.0, double(c.size()))) : c.size());
+      c = keep_likeliest(c, rank, std::isfinite(k) ? size_t(std::clamp(k, 1.0, double(c.size()))) : c.size());
     } else {
       // Mirostat v2: keep the likeliest whose surprise −log2 p is at most mu (one at least).
       const std::vector<double> prob = probabilities(c);
       Ranking rank(c);
       size_t n = 1;
       while (n < c.size() && -std::log2(prob[rank[n]]) <= mu_) ++n;
-      c = keep_likeliest(c, n);
+      c = keep_likeliest(c, rank, n);
     }
   }
   const std::vector<double> prob = probabilities(c);
@@ -403,6 +407,11 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     }
   if (!chained) mu_ -= c_.mirostat_eta * (-std::log2(prob[pick]) - c_.mirostat_tau);
   return c[pick].id;
+}
+
+const std::vector<std::string>& default_dry_breakers() {
+  static const std::vector<std::string> strings = {"\n", ":", "\"", "*"};
+  return strings;
 }
 
 std::vector<std::vector<int32_t>> dry_breakers(const Tokenizer& t, const std::vector<std::string>& strings) {

@@ -90,7 +90,8 @@ int32_t argmax(std::span<const float> logits);
 
 // llama.cpp's DRY breakers as token sequences: every token whose text holds the string is a
 // breaker alone; a token whose text ends with the string's start, followed by the tokens of the
-// string's rest (at most 20), is one too. Default strings: "\n", ":", "\"", "*".
+// string's rest (at most 20), is one too.
 std::vector<std::vector<int32_t>> dry_breakers(const Tokenizer& t, const std::vector<std::string>& strings);
+const std::vector<std::string>& default_dry_breakers();  // llama.cpp's: "\n", ":", "\"", "*"
 
 }  // namespace toy

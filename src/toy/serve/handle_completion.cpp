@@ -129,7 +129,7 @@ void prepare_prompt(const Server::Impl& s, Job& job) {
     for (int32_t id : s.tokenizer->encode(text)) g.sampler.logit_bias.emplace_back(id, bias);
   if (g.sampler.dry_multiplier > 0)
     g.sampler.dry_sequence_breakers =
-        dry_breakers(*s.tokenizer, r.dry_sequence_breakers.value_or(std::vector<std::string>{"\n", ":", "\"", "*"}));
+        dry_breakers(*s.tokenizer, r.dry_sequence_breakers.value_or(default_dry_breakers()));
   g.stop = r.stop;
   g.logprobs = r.logprobs;
   g.prompt_logprobs = r.echo && r.logprobs >= 0;
